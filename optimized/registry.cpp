@@ -1,0 +1,192 @@
+// registry.cpp — the table of backends and optimizations, and plan construction from a combo.
+#include "registry.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "errors.hpp"
+
+namespace nvfp4 {
+
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::Init: return "init";
+    case Stage::Tune: return "tune";
+    case Stage::Warmup: return "warmup";
+    case Stage::Capture: return "capture";
+    case Stage::Run: return "run";
+  }
+  return "?";
+}
+
+double Plan::seconds_per_call(int iters) {
+  if (iters < 1) iters = 1;
+  synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) enqueue();
+  synchronize();
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  return dt.count() / iters;
+}
+
+Combo Combo::parse(const std::string& text) {
+  Combo c;
+  if (text.empty()) throw InputError("empty combination (write 'plain' for no optimization)");
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t next = text.find('+', pos);
+    if (next == std::string::npos) next = text.size();
+    std::string part = text.substr(pos, next - pos);
+    if (part.empty()) throw InputError("bad combination '" + text + "': empty name between '+'");
+    if (part.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
+      throw InputError("bad combination '" + text + "': names are lower-case letters, digits, - and _");
+    if (part != "plain") c.opts.push_back(part);
+    pos = next + 1;
+  }
+  std::sort(c.opts.begin(), c.opts.end());
+  c.opts.erase(std::unique(c.opts.begin(), c.opts.end()), c.opts.end());
+  return c;
+}
+
+std::string Combo::str() const {
+  if (opts.empty()) return "plain";
+  std::string s;
+  for (const auto& o : opts) s += (s.empty() ? "" : "+") + o;
+  return s;
+}
+
+bool Combo::contains(const Combo& other) const {
+  return std::includes(opts.begin(), opts.end(), other.opts.begin(), other.opts.end());
+}
+
+bool Combo::has(const std::string& name) const {
+  return std::binary_search(opts.begin(), opts.end(), name);
+}
+
+bool Combo::operator<(const Combo& o) const {
+  if (opts.size() != o.opts.size()) return opts.size() < o.opts.size();
+  return opts < o.opts;
+}
+
+Registry& Registry::instance() {
+  static Registry r;
+  return r;
+}
+
+void Registry::add_backend(Backend b) {
+  const std::string name = b.name;
+  backends_[name] = std::move(b);
+}
+
+void Registry::add_optimization(Optimization o) {
+  const std::string be = o.backend, name = o.name;
+  opts_[be][name] = std::move(o);
+}
+
+std::vector<const Backend*> Registry::backends() const {
+  std::vector<const Backend*> v;
+  for (const auto& kv : backends_) v.push_back(&kv.second);
+  return v;
+}
+
+const Backend* Registry::backend(const std::string& name) const {
+  auto it = backends_.find(name);
+  return it == backends_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Optimization*> Registry::optimizations(const std::string& backend) const {
+  std::vector<const Optimization*> v;
+  auto it = opts_.find(backend);
+  if (it == opts_.end() || !this->backend(backend)) return v;
+  for (const auto& kv : it->second) v.push_back(&kv.second);
+  return v;
+}
+
+const Optimization* Registry::optimization(const std::string& backend,
+                                           const std::string& name) const {
+  auto it = opts_.find(backend);
+  if (it == opts_.end()) return nullptr;
+  auto jt = it->second.find(name);
+  return jt == it->second.end() ? nullptr : &jt->second;
+}
+
+namespace {
+std::vector<const Optimization*> resolve(const std::string& backend, const Combo& combo) {
+  const Registry& r = Registry::instance();
+  if (!r.backend(backend)) throw InputError("unknown backend '" + backend + "'");
+  std::vector<const Optimization*> v;
+  const Optimization* variant = nullptr;
+  for (const auto& name : combo.opts) {
+    const Optimization* o = r.optimization(backend, name);
+    if (!o) {
+      std::string known;
+      for (const auto* k : r.optimizations(backend)) known += (known.empty() ? "" : ", ") + k->name;
+      throw InputError("unknown optimization '" + name + "' for backend " + backend +
+                       " (known: " + (known.empty() ? "none" : known) + ")");
+    }
+    if (o->kind == OptKind::Variant) {
+      if (variant)
+        throw InputError("'" + variant->name + "' and '" + o->name +
+                         "' both replace the base kernel and cannot be combined");
+      variant = o;
+    }
+    v.push_back(o);
+  }
+  return v;
+}
+}  // namespace
+
+void check_combo(const std::string& backend, const Combo& combo) { resolve(backend, combo); }
+
+Support combo_supports(const std::string& backend, const Combo& combo, const Shape& shape) {
+  const auto opts = resolve(backend, combo);
+  const Backend* be = Registry::instance().backend(backend);
+  bool has_variant = false;
+  for (const auto* o : opts) has_variant |= o->kind == OptKind::Variant;
+  if (!has_variant && be->supports) {
+    Support s = be->supports(shape);
+    if (!s.ok) return s;
+  }
+  for (const auto* o : opts) {
+    if (o->supports) {
+      Support s = o->supports(shape);
+      if (!s.ok) return Support::no(o->name + ": " + s.reason);
+    }
+  }
+  return Support::yes();
+}
+
+bool combo_has_stage(const std::string& backend, const Combo& combo, Stage stage) {
+  for (const auto* o : resolve(backend, combo))
+    if (std::find(o->stages.begin(), o->stages.end(), stage) != o->stages.end()) return true;
+  return false;
+}
+
+std::unique_ptr<Plan> build_plan(const std::string& backend, const Combo& combo,
+                                 const Problem& problem, const PlanOptions& options) {
+  auto opts = resolve(backend, combo);
+  const Backend* be = Registry::instance().backend(backend);
+  std::unique_ptr<Plan> plan;
+  for (const auto* o : opts)
+    if (o->kind == OptKind::Variant) plan = o->make(problem, options);
+  if (!plan) plan = be->make_plain(problem, options);
+  std::vector<const Optimization*> wrappers;
+  for (const auto* o : opts)
+    if (o->kind == OptKind::Wrapper) wrappers.push_back(o);
+  std::stable_sort(wrappers.begin(), wrappers.end(),
+                   [](const Optimization* a, const Optimization* b) { return a->order < b->order; });
+  for (const auto* w : wrappers) plan = w->wrap(std::move(plan), options);
+  return plan;
+}
+
+bool register_backend(Backend b) {
+  Registry::instance().add_backend(std::move(b));
+  return true;
+}
+
+bool register_optimization(Optimization o) {
+  Registry::instance().add_optimization(std::move(o));
+  return true;
+}
+
+}  // namespace nvfp4

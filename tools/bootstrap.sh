@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# bootstrap.sh — install what is missing (Debian packages, Python tools), configure and build.
+#   tools/bootstrap.sh [BUILD_DIR]      (default: build)
+# Environment: NVFP4_CUDA=AUTO|ON|OFF (default AUTO: CUDA paths are built when nvcc is found),
+#              NVFP4_JOBS (default: number of cores).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+cd "$here"
+
+need_pkgs=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev clang libclang-rt-14-dev python3-pip; do
+  have_pkg "$p" || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${need_pkgs[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+# Python is only for tools around the product (golden data, the reference speed comparison).
+if ! python3 -c 'import numpy, ml_dtypes' 2>/dev/null; then
+  echo "bootstrap: installing numpy and ml_dtypes (pip)"
+  python3 -m pip install -q numpy ml_dtypes matplotlib || echo "bootstrap: pip failed; Python tools will be unavailable" >&2
+fi
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNVFP4_CUDA="${NVFP4_CUDA:-AUTO}" >/dev/null
+cmake --build "$build" -j "${NVFP4_JOBS:-$(nproc)}"
