@@ -1,13 +1,19 @@
 // distributions.hpp — named, seeded input generators (DESIGN §4). Same (shape, name, seed) gives
 // the same bytes on every machine (the generator is specified here, not the C++ library's).
 //
-//   normal    realistic: N(0,1) data quantized to NVFP4 with block scale E4M3(amax/6)
-//   uniform   every E2M1 code and scale bytes spread over [2^-4, 2^4] (non-negative, finite)
-//   edge      edge scales: subnormal, 448, zero, mixed with ordinary ones; full-range codes
+//   normal    realistic: N(0, sigma^2) data quantized to NVFP4 with block scale E4M3(amax/6),
+//             sigma a power of two times 1.5 chosen from K so that G and U have sd ~1..3
+//   uniform   every E2M1 code; scale bytes uniform over a 4-binade window [2^(h-4), 2^h] with
+//             h = -floor((floor(log2 K) + 1) / 4) (non-negative, finite; keeps sd(G) ~1..4)
+//   edge      edge scales: subnormal, 448 (paired with subnormal partners), zero, mixed with
+//             ordinary ones; full-range codes; C[l,0,0] alone gets a 448*448 block (overflow)
 //   gpumode   the GPU MODE generator's narrow range: codes from bytes & 0xBB (values {0,+-0.5,
 //             +-1,+-1.5}), scales E4M3(U[0,1))
-//   ones      every value 1.0 and every scale 1.0 (C = silu(K)*K)
-//   identity  A and B are 0/1 "identity-like" patterns so that each output names its indices
+//   ones      every value 1.0; scales powers of two chosen from K so that G = U = K*sa*sb is in
+//             [4, 8) exactly and C = silu(G)*G (seed unused)
+//   identity  A is a seeded shifted identity (0/1, scale 1), B1/B2 fixed non-zero index patterns,
+//             so G[l,m,n] = B1[l,n,k(m)] exactly: a mixed-up index gives a visibly wrong pattern
+// Details and the PRNG (splitmix64, Irwin-Hall normals) are in distributions.cpp.
 #pragma once
 #include <cstdint>
 #include <string>

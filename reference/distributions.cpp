@@ -1,0 +1,285 @@
+// distributions.cpp — the named, seeded input generators of distributions.hpp.
+//
+// Reproducibility: every random number comes from splitmix64 (specified below, integer-only),
+// one independent stream per tensor, seeded from (seed, tensor tag). Normal variates use the
+// Irwin-Hall sum of twelve 16-bit uniforms (exact integer arithmetic, mean 0, variance 1 up to
+// 2^-32), not Box-Muller: libm's log/cos are not correctly rounded, so their last bit may differ
+// between machines; sums of integers cannot. The only floating-point operations left are IEEE
+// multiplications by powers of two, double->float conversion and the quantizer's exact
+// comparisons. So the same (shape, name, seed) gives the same bytes everywhere (pinned by a
+// hash in tests/reference/test_distributions.cpp).
+//
+// Magnitudes: alpha1 = alpha2 = 1 and E4M3 scales cannot grow with K, so each generator picks
+// its value range from lg = floor(log2 K) to keep G = A*B1^T and U = A*B2^T of order 1..10 for
+// every K up to 2^20 (edge: ~20-30 where 448 meets a subnormal; gpumode follows GPU MODE and
+// grows like sqrt(K)); otherwise silu(G)*U would be mostly inf (G > 0) and zero (G < 0), and a
+// check against such a reference would say nothing. Scales are non-negative everywhere.
+//
+// Generation order, per tensor: batch l outermost, then rows, then K (C order of the arrays).
+#include "distributions.hpp"
+
+#include <cmath>
+
+#include "errors.hpp"
+#include "formats.hpp"
+#include "quantize.hpp"
+
+namespace nvfp4 {
+
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014; constants as published). One call = one 64-bit output.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform integer in [0, n), n <= 2^32 (multiply-shift on the top 32 bits; bias < 2^-32 * n).
+  uint32_t below(uint64_t n) { return static_cast<uint32_t>(((next() >> 32) * n) >> 32); }
+  // Approximately N(0, 1): (sum of 12 uniform 16-bit integers - 12 * 65535/2) / 65536.
+  // The sum is exact and so is the scaling; range (-6, 6), variance 1 - 2^-32.
+  double normal() {
+    int64_t sum = 0;
+    for (int i = 0; i < 3; ++i) {
+      const uint64_t r = next();
+      sum += int64_t(r & 0xFFFF) + int64_t((r >> 16) & 0xFFFF) + int64_t((r >> 32) & 0xFFFF) + int64_t(r >> 48);
+    }
+    return double(2 * sum - 12 * 65535) * (1.0 / 131072.0);  // exact: a power of two
+  }
+  // Uniform float in [0, 1) on the 2^-24 grid (what torch.rand produces for float32).
+  float unit_float() { return std::ldexp(float(next() >> 40), -24); }
+};
+
+enum Tensor : uint64_t { kA = 1, kB1 = 2, kB2 = 3, kSFA = 4, kSFB1 = 5, kSFB2 = 6, kMisc = 7 };
+
+SplitMix64 stream(uint64_t seed, uint64_t tag) {
+  SplitMix64 g{seed};
+  const uint64_t base = g.next();
+  SplitMix64 s{base ^ (tag * 0xD1B54A32D192ED03ull)};
+  s.next();  // decorrelate the first output from the xor
+  return s;
+}
+
+int floor_log2(int64_t k) {
+  int lg = 0;
+  while ((k >> (lg + 1)) != 0) ++lg;
+  return lg;
+}
+
+// E4M3FN byte of 2^e for e in [-9, 8] (subnormal below 2^-6); e < -9 clamps to 2^-9.
+uint8_t pow2_byte(int e) {
+  if (e < -9) e = -9;
+  if (e > 8) e = 8;
+  return e >= -6 ? static_cast<uint8_t>((e + 7) << 3) : static_cast<uint8_t>(1 << (e + 9));
+}
+
+// Random nibbles, all 16 codes equally likely: fills `n` packed bytes.
+void random_codes(SplitMix64& g, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t r = g.next();
+    for (size_t j = i; j < n && j < i + 8; ++j, r >>= 8) out[j] = static_cast<uint8_t>(r & 0xFF);
+  }
+}
+
+// "Ordinary" scale bytes for uniform/edge: uniform over the bytes from E4M3(2^(hi-4)) to
+// E4M3(2^hi), hi = -floor((lg + 1) / 4). With all 16 codes (rms 2.95) this keeps the standard
+// deviation of G within about 1..4 (lg = 4: scales in [2^-5, 2^-1]; lg = 12: [2^-7, 2^-3]).
+struct ScaleWindow {
+  uint8_t lo, hi;
+  explicit ScaleWindow(int lg) {
+    const int top = -((lg + 1) / 4);
+    lo = pow2_byte(top - 4);
+    hi = pow2_byte(top);
+  }
+  uint8_t draw(SplitMix64& g) const { return static_cast<uint8_t>(lo + g.below(uint64_t(hi - lo) + 1)); }
+};
+
+// normal: N(0, sigma^2) data, sigma = 1.5 * 2^-floor((lg + 2) / 4), quantized per 16 with scale
+// E4M3(amax/6). Then sd(G) = sqrt(K) * sigma^2 stays within about 1..3.2 for every K, the scale
+// of a block (about 0.3 sigma) stays a normal E4M3 number up to K = 2^20, and both A and B look
+// like real NVFP4 activations/weights after a per-tensor normalisation.
+void gen_normal(Problem& p, uint64_t seed) {
+  const Shape& s = p.shape;
+  const int lg = floor_log2(s.K);
+  const double sigma = std::ldexp(1.5, -((lg + 2) / 4));
+  std::vector<float> row(size_t(s.K));
+  auto fill = [&](std::vector<uint8_t>& codes, std::vector<uint8_t>& scales, int64_t rows, uint64_t tag) {
+    SplitMix64 g = stream(seed, tag);
+    for (int64_t r = 0; r < s.L * rows; ++r) {
+      for (auto& x : row) x = static_cast<float>(g.normal() * sigma);
+      quantize_nvfp4_into(row.data(), 1, s.K, codes.data() + r * (s.K / 2), scales.data() + r * (s.K / 16));
+    }
+  };
+  fill(p.a, p.sfa, s.M, kA);
+  fill(p.b1, p.sfb1, s.N, kB1);
+  fill(p.b2, p.sfb2, s.N, kB2);
+}
+
+// uniform: every E2M1 code equally likely; scale bytes uniform over the ScaleWindow.
+void gen_uniform(Problem& p, uint64_t seed) {
+  const ScaleWindow w(floor_log2(p.shape.K));
+  const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
+  for (const auto& c : codes) {
+    SplitMix64 g = stream(seed, c.second);
+    random_codes(g, c.first->data(), c.first->size());
+  }
+  const std::pair<std::vector<uint8_t>*, uint64_t> scales[] = {{&p.sfa, kSFA}, {&p.sfb1, kSFB1}, {&p.sfb2, kSFB2}};
+  for (const auto& c : scales) {
+    SplitMix64 g = stream(seed, c.second);
+    for (auto& b : *c.first) b = w.draw(g);
+  }
+}
+
+// edge: all 16 codes (including -0), and scales chosen per K-block kb (nkb = K/16 blocks):
+//   kb = 0:   A scale 448 in about 1/8 of the rows, ordinary otherwise; B1/B2 scales are the
+//             subnormals 2^-9 or 2^-8 (so 448 * subnormal products stay moderate: |G| ~ 30).
+//   kb = 1:   the mirror: B1/B2 scale 448 in about 1/8 of their rows; A scale subnormal 2^-9 or 2^-8.
+//   kb = nkb-1 (when nkb >= 3), per batch: A row 0 and B1 row 0 have scale 448 and every other
+//             A and B1 row has scale 0, B2 rows have subnormal scales: exactly one output per batch,
+//             C[l, 0, 0], gets a 448*448 block product, so it overflows to +-inf or underflows to
+//             -0 (silu of a huge negative G) — the IEEE overflow rule is exercised on one element.
+//   other kb: each scale independently: 1/8 zero, 1/8 subnormal (0x01..0x07), 3/4 ordinary.
+void gen_edge(Problem& p, uint64_t seed) {
+  const Shape& s = p.shape;
+  const ScaleWindow w(floor_log2(s.K));
+  const int64_t nkb = s.K / 16;
+  const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
+  for (const auto& c : codes) {
+    SplitMix64 g = stream(seed, c.second);
+    random_codes(g, c.first->data(), c.first->size());
+  }
+  // is_a / is_b1 say which operand's scales are being filled (B2 is neither).
+  auto fill = [&](std::vector<uint8_t>& sf, int64_t rows, uint64_t tag, bool is_a, bool is_b1) {
+    SplitMix64 g = stream(seed, tag);
+    for (int64_t l = 0; l < s.L; ++l) {
+      for (int64_t r = 0; r < rows; ++r) {
+        uint8_t* row = sf.data() + (l * rows + r) * nkb;
+        for (int64_t kb = 0; kb < nkb; ++kb) {
+          const uint32_t dice = g.below(8);  // drawn for every scale so the stream layout is fixed
+          const uint8_t sub2 = static_cast<uint8_t>(1 + g.below(2));
+          const uint8_t sub7 = static_cast<uint8_t>(1 + g.below(7));
+          const uint8_t ordinary = w.draw(g);
+          uint8_t v;
+          if (kb == 0) {
+            v = is_a ? (dice == 7 ? 0x7E : ordinary) : sub2;
+          } else if (kb == 1) {
+            v = is_a ? sub2 : (dice == 7 ? 0x7E : ordinary);
+          } else if (nkb >= 3 && kb == nkb - 1) {
+            if (is_a || is_b1)
+              v = r == 0 ? 0x7E : 0x00;
+            else
+              v = sub2;
+          } else {
+            v = dice == 0 ? 0x00 : dice == 1 ? sub7 : ordinary;
+          }
+          row[kb] = v;
+        }
+      }
+    }
+  };
+  fill(p.sfa, s.M, kSFA, true, false);
+  fill(p.sfb1, s.N, kSFB1, false, true);
+  fill(p.sfb2, s.N, kSFB2, false, false);
+}
+
+// gpumode: as the GPU MODE nvfp4_dual_gemm generator (reference-kernels problems/nvidia/
+// reference.py, see ../shared/research/mission-anchors.md §1): each data byte is
+// randint(0, 255) & 0xBB (nibble values {0, +-0.5, +-1, +-1.5}); each scale is a uniform float32
+// in [0, 1) rounded to E4M3FN (so 1.0 occurs: u >= 0.96875 rounds up). Same distribution, not the
+// same bytes (different PRNG).
+void gen_gpumode(Problem& p, uint64_t seed) {
+  const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
+  for (const auto& c : codes) {
+    SplitMix64 g = stream(seed, c.second);
+    for (auto& b : *c.first) b = static_cast<uint8_t>(g.below(255) & 0xBB);
+  }
+  const std::pair<std::vector<uint8_t>*, uint64_t> scales[] = {{&p.sfa, kSFA}, {&p.sfb1, kSFB1}, {&p.sfb2, kSFB2}};
+  for (const auto& c : scales) {
+    SplitMix64 g = stream(seed, c.second);
+    for (auto& b : *c.first) b = e4m3_encode(g.unit_float());
+  }
+}
+
+// ones: every value 1.0 (code 2); SFA = 2^-(t/2), SFB1 = SFB2 = 2^-(t - t/2), t = lg - 2, so
+// G = U = K * 2^-t lies in [4, 8) exactly and C = silu(G) * G. (Exponents clamp at 2^-9, i.e.
+// for K >= 2^20 G grows again.) The seed is not used: there is one such problem per shape.
+void gen_ones(Problem& p, uint64_t) {
+  const int t = floor_log2(p.shape.K) - 2;
+  std::fill(p.a.begin(), p.a.end(), 0x22);
+  std::fill(p.b1.begin(), p.b1.end(), 0x22);
+  std::fill(p.b2.begin(), p.b2.end(), 0x22);
+  std::fill(p.sfa.begin(), p.sfa.end(), pow2_byte(-(t / 2)));
+  std::fill(p.sfb1.begin(), p.sfb1.end(), pow2_byte(-(t - t / 2)));
+  std::fill(p.sfb2.begin(), p.sfb2.end(), pow2_byte(-(t - t / 2)));
+}
+
+// identity: A[l] is a shifted identity, A[l][m][k] = 1 iff k == (m + off + l) mod K (off from the
+// seed), with SFA = 1. Hence G[l][m][n] = B1[l][n][k(m)] exactly and U likewise: the output at
+// (l, m, n) reads one known element of B1 and of B2, so a swapped index, a wrong batch or a
+// dropped K block gives a visibly wrong pattern. B values are never zero:
+//   B1[n][k] = +E2M1 code 1 + (n + 3k) % 7,  SFB1[n][kb] = 2^((n + kb) % 3 - 1)
+//   B2[n][k] = E2M1 code 1 + (2n + k + 3) % 7, negative when n + k is odd, SFB2 = 2^-((n + 2kb) % 2)
+// plus l in both patterns' n, so batches differ too.
+void gen_identity(Problem& p, uint64_t seed) {
+  const Shape& s = p.shape;
+  SplitMix64 g = stream(seed, kMisc);
+  const int64_t off = int64_t(g.next() % uint64_t(s.K));
+  const int64_t nkb = s.K / 16, hk = s.K / 2;
+  std::fill(p.a.begin(), p.a.end(), 0);
+  std::fill(p.sfa.begin(), p.sfa.end(), 0x38);  // 1.0
+  for (int64_t l = 0; l < s.L; ++l) {
+    for (int64_t m = 0; m < s.M; ++m) {
+      const int64_t k = (m + off + l) % s.K;
+      p.a[size_t((l * s.M + m) * hk + k / 2)] = static_cast<uint8_t>(k % 2 ? 0x20 : 0x02);
+    }
+    for (int64_t n = 0; n < s.N; ++n) {
+      const int64_t nn = n + l;
+      for (int64_t k = 0; k < s.K; ++k) {
+        const uint8_t c1 = static_cast<uint8_t>(1 + (nn + 3 * k) % 7);
+        const uint8_t c2 = static_cast<uint8_t>((1 + (2 * nn + k + 3) % 7) | ((nn + k) % 2 ? 0x8 : 0));
+        const size_t at = size_t((l * s.N + n) * hk + k / 2);
+        const int shift = k % 2 ? 4 : 0;
+        p.b1[at] = static_cast<uint8_t>(p.b1[at] | (c1 << shift));
+        p.b2[at] = static_cast<uint8_t>(p.b2[at] | (c2 << shift));
+      }
+      for (int64_t kb = 0; kb < nkb; ++kb) {
+        p.sfb1[size_t((l * s.N + n) * nkb + kb)] = pow2_byte(int((nn + kb) % 3) - 1);
+        p.sfb2[size_t((l * s.N + n) * nkb + kb)] = pow2_byte(-int((nn + 2 * kb) % 2));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& distribution_names() {
+  static const std::vector<std::string> names = {"normal", "uniform", "edge", "gpumode", "ones", "identity"};
+  return names;
+}
+
+Problem make_problem(const Shape& shape, const std::string& distribution, uint64_t seed) {
+  Problem p = Problem::zeros(shape);  // validates the shape
+  if (distribution == "normal") {
+    gen_normal(p, seed);
+  } else if (distribution == "uniform") {
+    gen_uniform(p, seed);
+  } else if (distribution == "edge") {
+    gen_edge(p, seed);
+  } else if (distribution == "gpumode") {
+    gen_gpumode(p, seed);
+  } else if (distribution == "ones") {
+    gen_ones(p, seed);
+  } else if (distribution == "identity") {
+    gen_identity(p, seed);
+  } else {
+    std::string known;
+    for (const auto& n : distribution_names()) known += (known.empty() ? "" : ", ") + n;
+    throw InputError("unknown distribution '" + distribution + "' (known: " + known + ")");
+  }
+  return p;
+}
+
+}  // namespace nvfp4
