@@ -7,6 +7,7 @@
 // makes every output it touches NaN.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "problem.hpp"
@@ -15,19 +16,36 @@ namespace nvfp4 {
 
 struct ReferenceOptions {
   // Also compute sum_k |a*sa*b*sb| per output element (needed by the harness tolerance).
+  // The sums are upper bounds, at most a factor (1 + 4(K+1) 2^-24) above the exact value (an fp32
+  // GEMM of |A| |B|^T scaled up; fp64 and 2^-53 beyond K = 2^22; reference.cpp proves it). NaN
+  // where a NaN scale is touched.
   bool abs_sums = false;
+  // Worker threads; 0 means std::thread::hardware_concurrency(). Results do not depend on it.
+  int threads = 0;
+  // GEMM kernels: "" picks the best this CPU runs; "baseline", "x86-64-v3", "x86-64-v4" force one
+  // (InputError if unusable here). Results do not depend on it (the sums are certified exact).
+  std::string isa;
 };
 
 struct ReferenceResult {
   Shape shape;
-  std::vector<double> g, u;          // exact A*B1^T, A*B2^T (alpha NOT applied), (L, M, N)
+  // Exact A*B1^T, A*B2^T (alpha NOT applied), (L, M, N). (Only a value needing more than 53
+  // significant bits — possible only when |G| > 2^33 — is rounded once, to nearest-even.)
+  std::vector<double> g, u;
   std::vector<uint16_t> c;           // fp16 bits, (L, M, N)
-  std::vector<double> g_abs, u_abs;  // sum of |terms| per element; empty unless requested
+  std::vector<double> g_abs, u_abs;  // upper bounds of sum |terms| per element; empty unless requested
+  // How the G and U elements were certified (reference.cpp): elements the row-norm bound could
+  // not certify, settled by the |A| |B|^T GEMM (tier 2) or recomputed in integers (tier 3).
+  int64_t certified_by_abs_gemm = 0;
+  int64_t integer_fallback = 0;
 };
 
 ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt = {});
 
 // The epilogue alone, in double, rounded once to fp16: fp16(silu(alpha1*g) * (alpha2*u)).
 uint16_t reference_epilogue(double g, double u, float alpha1, float alpha2);
+
+// The GEMM kernel ISAs usable on this CPU, best first (values for ReferenceOptions::isa).
+std::vector<std::string> reference_isas();
 
 }  // namespace nvfp4

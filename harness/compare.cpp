@@ -1,0 +1,289 @@
+// compare.cpp — the derived tolerance and the per-trial metrics (see compare.hpp for the formulas).
+#include "compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "formats.hpp"
+
+namespace nvfp4 {
+
+int32_t fp16_ordered(uint16_t bits) {
+  const int32_t mag = bits & 0x7FFF;
+  return (bits & 0x8000) ? -mag : mag;
+}
+
+uint32_t fp16_ulp_distance(uint16_t a, uint16_t b) {
+  const int32_t d = fp16_ordered(a) - fp16_ordered(b);
+  return static_cast<uint32_t>(d < 0 ? -d : d);
+}
+
+double fp16_ulp_at(double x) {
+  x = std::fabs(x);
+  if (!(x >= 0x1p-14)) return 0x1p-24;  // subnormal spacing (also for NaN: caller's business)
+  if (x >= 32768.0) return 32.0;
+  int e;
+  std::frexp(x, &e);  // x = f * 2^e, f in [0.5, 1): the binade is [2^(e-1), 2^e)
+  return std::ldexp(1.0, e - 1 - 10);
+}
+
+Tolerance::Tolerance(int64_t k, float a1, float a2) : K(k), alpha1(a1), alpha2(a2) {
+  const double ku = double(K) * kUnit;
+  gamma = ku < 1 ? ku / (1 - ku) : std::numeric_limits<double>::infinity();
+}
+
+namespace {
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+}  // namespace
+
+double Tolerance::exact_output(double g, double u) const {
+  return silu(alpha1 * g) * (alpha2 * u);
+}
+
+double Tolerance::epilogue_bound(double g, double u, double s_g, double s_u) const {
+  const double a1 = std::fabs(alpha1), a2 = std::fabs(alpha2);
+  const double dg = a1 * gamma * s_g + 0x1p-24 * a1 * (std::fabs(g) + gamma * s_g);
+  const double du = a2 * gamma * s_u + 0x1p-24 * a2 * (std::fabs(u) + gamma * s_u);
+  const double y = std::fabs(alpha2 * u);
+  const double sx = std::fabs(silu(alpha1 * g));
+  const double prop = kSiluSlope * dg * (y + du) + sx * du;
+  return prop + kEpilogueRel * (sx * y + prop);
+}
+
+Tolerance::Verdict Tolerance::judge(uint16_t got, double g, double u, double s_g,
+                                    double s_u) const {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double c = exact_output(g, u);
+  if (std::isnan(c)) return {fp16_is_nan(got), c, fp16_is_nan(got) ? 0.0 : kInf, 0.0};
+  const double e = epilogue_bound(g, u, s_g, s_u);
+  if (fp16_is_nan(got)) return {false, c, kInf, e};
+  if (fp16_is_inf(got)) {
+    // fp16 rounding turns a value into +-inf from |v| >= 65520 on.
+    const bool ok = (got & 0x8000) ? (c - e <= -65520.0) : (c + e >= 65520.0);
+    return {ok, c, ok ? 0.0 : kInf, e};
+  }
+  const double v = fp16_to_double(got);
+  const double err = std::fabs(v - c);
+  const double bound = e + fp16_ulp_at(std::fabs(c) + e);
+  return {err <= bound, c, err, bound};
+}
+
+int ulp_bucket(uint32_t d) {
+  if (d <= 2) return int(d);
+  int b = 3;
+  uint32_t hi = 4;
+  while (d > hi && b < kUlpBuckets - 1) {
+    hi *= 2;
+    ++b;
+  }
+  return b;
+}
+
+std::string ulp_bucket_label(int b) {
+  if (b <= 2) return std::to_string(b);
+  const uint32_t hi = uint32_t(1) << (b - 1), lo = hi / 2 + 1;
+  return std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+namespace {
+
+// Keeps the `cap` elements with the largest err/bound (NaN/inf errors first).
+void keep_worst(std::vector<ElementReport>& v, const ElementReport& r, size_t cap) {
+  auto score = [](const ElementReport& x) {
+    return x.bound > 0 ? x.err / x.bound : std::numeric_limits<double>::infinity();
+  };
+  if (v.size() == cap && !(score(r) > score(v.back()))) return;
+  auto it = std::upper_bound(v.begin(), v.end(), r, [&](const ElementReport& a, const ElementReport& b) {
+    return score(a) > score(b);
+  });
+  v.insert(it, r);
+  if (v.size() > cap) v.pop_back();
+}
+
+bool gpumode_mismatch(uint16_t got, uint16_t ref) {
+  const double x = fp16_to_double(got), r = fp16_to_double(ref);
+  if (std::isnan(x) != std::isnan(r)) return true;
+  if ((x == INFINITY) != (r == INFINITY)) return true;
+  if ((x == -INFINITY) != (r == -INFINITY)) return true;
+  const double diff = std::fabs(x - r);
+  return diff > 1e-3 + 1e-3 * std::fabs(r);  // NaN diff (inf - inf, NaN - NaN) is not "greater"
+}
+
+}  // namespace
+
+Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2,
+                          const uint16_t* got, const std::vector<float>* g_hat,
+                          const std::vector<float>* u_hat, int call) {
+  const Shape& s = ref.shape;
+  const int64_t total = s.c_elems();
+  if (int64_t(ref.c.size()) != total || int64_t(ref.g.size()) != total ||
+      int64_t(ref.u.size()) != total || int64_t(ref.g_abs.size()) != total ||
+      int64_t(ref.u_abs.size()) != total)
+    throw std::logic_error("compare_output: the reference must carry C, G, U and abs sums");
+  const Tolerance tol(s.K, alpha1, alpha2);
+
+  Comparison out;
+  out.elements = total;
+  const bool have_mid = g_hat && u_hat;
+  const bool mid_sized = have_mid && int64_t(g_hat->size()) == total && int64_t(u_hat->size()) == total;
+  int64_t rejected_real = 0, rejected_with_gemm_error = 0;
+  if (mid_sized) out.g_out_of_bound = out.u_out_of_bound = 0;
+
+  for (int64_t i = 0; i < total; ++i) {
+    const uint16_t c = got[i];
+    ElementReport er;
+    er.l = i / (s.M * s.N);
+    er.m = (i / s.N) % s.M;
+    er.n = i % s.N;
+    er.got = c;
+    er.ref = ref.c[i];
+    er.call = call;
+
+    if (gpumode_mismatch(c, ref.c[i])) ++out.gpumode_mismatch;
+
+    // Whether the GEMMs were already wrong here (only with intermediates).
+    bool gemm_error = false;
+    if (mid_sized) {
+      auto off = [&](double exact, float hat, double s_abs) {
+        if (std::isnan(exact)) return !std::isnan(hat);
+        return !(std::fabs(double(hat) - exact) <= tol.gemm_bound(s_abs));
+      };
+      const bool g_off = off(ref.g[i], (*g_hat)[i], ref.g_abs[i]);
+      const bool u_off = off(ref.u[i], (*u_hat)[i], ref.u_abs[i]);
+      out.g_out_of_bound += g_off;
+      out.u_out_of_bound += u_off;
+      gemm_error = g_off || u_off;
+    }
+
+    if (c == kPoisonBits) {
+      ++out.poisoned;
+      ++out.over_tolerance;
+      er.exact = tol.exact_output(ref.g[i], ref.u[i]);
+      er.err = std::numeric_limits<double>::infinity();
+      if (out.first_poisoned.size() < 5) out.first_poisoned.push_back(er);
+      continue;
+    }
+    const bool got_nan = fp16_is_nan(c), ref_nan = fp16_is_nan(ref.c[i]);
+    if (!got_nan && !ref_nan) {
+      const uint32_t d = fp16_ulp_distance(c, ref.c[i]);
+      ++out.ulp_hist[ulp_bucket(d)];
+      out.max_ulp = std::max(out.max_ulp, d);
+    }
+
+    const Tolerance::Verdict v = tol.judge(c, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
+    er.exact = v.exact;
+    er.err = v.err;
+    er.bound = v.bound;
+    const double x = fp16_to_double(c);
+    if (std::isfinite(x) && std::isfinite(v.exact)) {
+      const double abs_err = std::fabs(x - v.exact);
+      if (abs_err > out.max_abs) {
+        out.max_abs = abs_err;
+        out.max_abs_at = er;
+      }
+      if (std::fabs(v.exact) >= 0x1p-14) {  // below fp16's normal range relative error means little
+        const double rel = abs_err / std::fabs(v.exact);
+        if (rel > out.max_rel) {
+          out.max_rel = rel;
+          out.max_rel_at = er;
+        }
+      }
+    }
+    if (v.ok) continue;
+    ++out.over_tolerance;
+    ++rejected_real;
+    rejected_with_gemm_error += gemm_error;
+    if (got_nan != ref_nan) ++out.nan_mismatch;
+    if (fp16_is_inf(c) || fp16_is_inf(ref.c[i]) || std::isinf(v.exact)) ++out.inf_mismatch;
+    keep_worst(out.worst, er, 5);
+  }
+
+  // Attribution: where the rejected (written) elements went wrong.
+  if (!have_mid) {
+    out.attribution = out.over_tolerance ? "unknown" : "none";
+    out.attribution_detail = out.over_tolerance ? "unknown (path exposes no intermediates)"
+                                                : "within tolerance (path exposes no intermediates)";
+  } else if (!mid_sized) {
+    out.attribution = "unknown";
+    out.attribution_detail = "unknown (intermediates have " + std::to_string(g_hat->size()) + " and " +
+                             std::to_string(u_hat->size()) + " elements, expected " +
+                             std::to_string(total) + ")";
+  } else if (rejected_real == 0 && out.poisoned > 0) {
+    out.attribution = "unwritten";
+    out.attribution_detail = "only unwritten elements: the output store skipped them";
+  } else if (rejected_real == 0) {
+    out.attribution = "none";
+    out.attribution_detail = "within tolerance; G/U out of the fp32 accumulation bound at " +
+                             std::to_string(out.g_out_of_bound) + "/" +
+                             std::to_string(out.u_out_of_bound) + " elements";
+  } else if (rejected_with_gemm_error > 0) {
+    out.attribution = "gemm";
+    out.attribution_detail = "error already in G/U: " + std::to_string(rejected_with_gemm_error) +
+                             " of " + std::to_string(rejected_real) +
+                             " failing elements have G or U outside the fp32 accumulation bound (G at " +
+                             std::to_string(out.g_out_of_bound) + ", U at " +
+                             std::to_string(out.u_out_of_bound) + " elements overall)";
+  } else {
+    out.attribution = "epilogue";
+    out.attribution_detail = "G and U are within the fp32 accumulation bound at all " +
+                             std::to_string(rejected_real) +
+                             " failing elements: the error arises in the epilogue";
+  }
+  return out;
+}
+
+std::string Degeneracy::describe() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.0f%% of outputs are inf/NaN/zero (inf %lld, NaN %lld, zero %lld of %lld)",
+                100.0 * fraction(), (long long)inf, (long long)nan, (long long)zero, (long long)total);
+  return buf;
+}
+
+Degeneracy assess_reference(const std::vector<uint16_t>& c) {
+  Degeneracy d;
+  d.total = int64_t(c.size());
+  for (uint16_t b : c) {
+    if (fp16_is_nan(b)) ++d.nan;
+    else if (fp16_is_inf(b)) ++d.inf;
+    else if ((b & 0x7FFF) == 0) ++d.zero;
+  }
+  return d;
+}
+
+std::vector<std::string> scan_scales(const Problem& p) {
+  std::vector<std::string> lines;
+  const int64_t blocks = p.shape.K / 16;
+  auto scan = [&](const std::vector<uint8_t>& v, int64_t rows, const char* name) {
+    int64_t nan = 0, neg = 0, first_nan = -1, first_neg = -1;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (e4m3_is_nan(v[i])) {
+        if (first_nan < 0) first_nan = int64_t(i);
+        ++nan;
+      } else if (v[i] & 0x80) {
+        if (first_neg < 0) first_neg = int64_t(i);
+        ++neg;
+      }
+    }
+    auto where = [&](int64_t i) {
+      const int64_t l = i / (rows * blocks), r = (i / blocks) % rows, b = i % blocks;
+      return "l=" + std::to_string(l) + " row=" + std::to_string(r) + " block=" + std::to_string(b);
+    };
+    if (nan)
+      lines.push_back(std::string(name) + ": " + std::to_string(nan) +
+                      " NaN scale byte(s) (0x7F/0xFF), first at " + where(first_nan) +
+                      ": legal bits but suspicious data; every output they touch is NaN");
+    if (neg)
+      lines.push_back(std::string(name) + ": " + std::to_string(neg) +
+                      " negative scale byte(s) (sign bit set), first at " + where(first_neg) +
+                      ": NVFP4 scales are meant to be non-negative (UE4M3)");
+  };
+  scan(p.sfa, p.shape.M, "SFA");
+  scan(p.sfb1, p.shape.N, "SFB1");
+  scan(p.sfb2, p.shape.N, "SFB2");
+  return lines;
+}
+
+}  // namespace nvfp4

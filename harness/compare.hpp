@@ -1,0 +1,139 @@
+// compare.hpp — how an output is judged against the exact reference (DESIGN §2, §4).
+//
+// Owns: the fp16 ordered-integer line and ULP distance, the derived per-element tolerance, the
+// per-trial metrics (max abs/rel error, ULP histogram, elements over tolerance with the worst
+// indices, NaN/inf mismatches, still-poisoned elements, GEMM-vs-epilogue attribution), the GPU
+// MODE check reported beside ours, the "degenerate reference" flag and the scan of suspicious
+// scale bytes. Everything here is pure computation: no I/O, no printing.
+//
+// Layouts: outputs, references and intermediates are (L, M, N) C-contiguous, the batch outermost;
+// outputs are fp16 bit patterns; intermediates are fp32 with alpha NOT applied (plan.hpp).
+//
+// The tolerance (README "The harness" has the full derivation). Per element, with exact G, U and
+// S_G = sum_k |terms of G|, S_U likewise (compute_reference with abs_sums = true):
+//   gamma = K*u / (1 - K*u),  u = 2^-23 (twice fp32's unit roundoff: margin for accumulators that
+//                                         truncate instead of rounding)
+//   dG    = |a1|*gamma*S_G + 2^-24*|a1|*(|G| + gamma*S_G)       (accumulation, then the alpha multiply)
+//   dU    likewise with a2, S_U
+//   prop  = s'*dG*(|a2 U| + dU) + |silu(a1 G)|*dU               (s' = max|silu'| = 1.0998)
+//   e     = prop + c_ep*(|silu(a1 G)*a2 U| + prop)              (c_ep = 8*2^-24: exp, add, divide, multiply)
+// and a computed fp16 value c^ is accepted when |c^ - c| <= e + ulp16(|c| + e), c the exact real
+// value computed in double. c^ = +-inf is accepted only when [c - e, c + e] reaches beyond +-65520
+// on that side; NaN only where the reference is NaN.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "problem.hpp"
+#include "reference.hpp"
+
+namespace nvfp4 {
+
+// The harness poisons outputs with this signalling-NaN pattern before every checked call. Arithmetic
+// only produces quiet NaNs (0x7E00 / 0x7FFF families have the quiet bit 0x0200 set), so an element
+// that still holds it after a call was never written.
+constexpr uint16_t kPoisonBits = 0x7D5A;
+
+// Position of an fp16 pattern on the ordered-integer line: consecutive representable values are
+// consecutive integers, +0 and -0 are both 0, +inf is 0x7C00. Not meaningful for NaN.
+int32_t fp16_ordered(uint16_t bits);
+// |ordered(a) - ordered(b)|: the number of fp16 values between a and b, plus one. Not for NaN.
+uint32_t fp16_ulp_distance(uint16_t a, uint16_t b);
+// Spacing of fp16 values at magnitude |x|: 2^-24 below 2^-14 (subnormals), 32 from 32768 on
+// (also used beyond the finite range).
+double fp16_ulp_at(double x);
+
+// The derived tolerance for one problem (K and the global scales fix it).
+struct Tolerance {
+  static constexpr double kUnit = 0x1p-23;           // u: twice fp32's unit roundoff
+  static constexpr double kSiluSlope = 1.0998;       // max |silu'(x)|, attained near x = 2.40
+  static constexpr double kEpilogueRel = 8 * 0x1p-24; // c_ep: fp32 exp, 1 + e, divide, multiply
+
+  Tolerance(int64_t K, float alpha1, float alpha2);
+
+  int64_t K;
+  double alpha1, alpha2;
+  double gamma;  // K*u / (1 - K*u)
+
+  // Bound on |G^ - G| for an fp32-accumulated GEMM of K terms with sum of |terms| `s_abs`.
+  double gemm_bound(double s_abs) const { return gamma * s_abs; }
+  // The exact output before rounding: silu(a1*g) * (a2*g), in double (NaN if g or u is NaN).
+  double exact_output(double g, double u) const;
+  // e: the bound on |c_computed - c_exact| before the final fp16 rounding.
+  double epilogue_bound(double g, double u, double s_g, double s_u) const;
+
+  struct Verdict {
+    bool ok;
+    double exact;  // c, exact (double)
+    double err;    // |c^ - c| (inf for an inf/NaN mismatch)
+    double bound;  // e + ulp16(|c| + e), the accepted error
+  };
+  // Judges one computed element against exact G, U and their abs sums.
+  Verdict judge(uint16_t got, double g, double u, double s_g, double s_u) const;
+};
+
+// One element named by its indices.
+struct ElementReport {
+  int64_t l = 0, m = 0, n = 0;
+  uint16_t got = 0;    // computed fp16 bits
+  uint16_t ref = 0;    // the reference's fp16 bits (exact, rounded once)
+  double exact = 0;    // exact real value
+  double err = 0;      // |got - exact|
+  double bound = 0;    // accepted error here
+  int call = 0;        // which checked call (1-based) produced it
+};
+
+// Histogram buckets of fp16 ULP distance: 0, 1, 2, 3-4, 5-8, ..., 32769-65536.
+constexpr int kUlpBuckets = 18;
+int ulp_bucket(uint32_t distance);
+std::string ulp_bucket_label(int bucket);
+
+// Metrics of one output against the reference.
+struct Comparison {
+  int64_t elements = 0;
+  int64_t over_tolerance = 0;   // rejected elements (includes the three kinds below)
+  int64_t nan_mismatch = 0;     // NaN on exactly one side (not counting poisoned)
+  int64_t inf_mismatch = 0;     // rejected elements where either side is +-inf
+  int64_t poisoned = 0;         // still holding kPoisonBits: never written
+  int64_t gpumode_mismatch = 0; // |x - ref| > 1e-3 + 1e-3*|ref|, or NaN / +inf / -inf on one side only
+  // Against the exact value, over elements finite on both sides; max_rel only where |exact| is in
+  // fp16's normal range (>= 2^-14): below it fp16 itself keeps no relative precision.
+  double max_abs = 0, max_rel = 0;
+  ElementReport max_abs_at, max_rel_at;
+  uint32_t max_ulp = 0;             // to the reference's fp16 value, NaN pairs excluded
+  std::vector<int64_t> ulp_hist = std::vector<int64_t>(kUlpBuckets, 0);
+  std::vector<ElementReport> worst;          // up to 5 rejected, largest err/bound first
+  std::vector<ElementReport> first_poisoned; // up to 5
+
+  // Attribution of the error: "none", "gemm", "epilogue" or "unknown", with a sentence.
+  std::string attribution = "unknown";
+  std::string attribution_detail = "unknown (path exposes no intermediates)";
+  int64_t g_out_of_bound = -1, u_out_of_bound = -1;  // -1: no intermediates
+
+  bool pass() const { return over_tolerance == 0; }
+  bool gpumode_pass() const { return gpumode_mismatch == 0; }
+};
+
+// Compares one output (L*M*N fp16 bits) with the reference, which must carry abs sums.
+// g_hat/u_hat: the path's intermediates (fp32, alpha not applied) or nullptr when unavailable.
+// `call` is recorded in the element reports.
+Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2,
+                          const uint16_t* got, const std::vector<float>* g_hat,
+                          const std::vector<float>* u_hat, int call = 1);
+
+// How much of a reference output is +-inf, NaN or zero: a check against a mostly degenerate
+// output cannot tell a right kernel from a wrong one.
+struct Degeneracy {
+  int64_t total = 0, inf = 0, nan = 0, zero = 0;
+  double fraction() const { return total ? double(inf + nan + zero) / double(total) : 0.0; }
+  bool degenerate() const { return total > 0 && fraction() > 0.5; }
+  std::string describe() const;  // "62% of outputs are zero" etc.
+};
+Degeneracy assess_reference(const std::vector<uint16_t>& c);
+
+// Legal but suspicious scale bytes (NaN 0x7F/0xFF, negative: sign bit set), one line per tensor
+// that has any, e.g. "SFA: 3 NaN scale bytes (first at l=0 row=2 block=1)".
+std::vector<std::string> scan_scales(const Problem& p);
+
+}  // namespace nvfp4

@@ -1,0 +1,109 @@
+// lattice.hpp — staged isolation and bisection over the registry's optimizations (DESIGN §4).
+//
+// The combinations of a backend are every subset of its registered optimizations except those
+// holding two variants (which replace the same base kernel). `--verify all` runs them level by
+// level: plain, then each optimization alone, then pairs, then larger sets; a combination runs
+// only when all its immediate sub-combinations (one optimization fewer) passed on the suite,
+// otherwise its trials are BLOCKED naming the failing subset. `--bisect COMBO` finds the minimal
+// failing sub-combinations: every subset, smallest first, for up to 6 optimizations (a superset of
+// a failing subset is never minimal, so it is not run); delta debugging (ddmin) beyond.
+// A Session owns the trial runner, the reference cache, the results and the progress lines; the
+// harness never names an optimization: they all come from Registry::instance().
+#pragma once
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cases.hpp"
+#include "trial.hpp"
+
+namespace nvfp4 {
+
+struct BackendStatus {
+  std::string name;
+  bool probed = false;
+  bool available = false;
+  Outcome probe_outcome = Outcome::Skip;  // SKIP (unavailable) or ERROR/CRASH/TIMEOUT of the probe
+  std::string reason;
+  std::vector<std::string> optimizations;
+};
+
+class Session {
+ public:
+  // `program`: how the user invoked the harness (used in reproducers). `progress`: where progress
+  // lines and failure details go (nullptr: silent). `exe`: the binary run for children.
+  Session(TrialOptions options, std::string program, std::ostream* progress,
+          std::string exe = "/proc/self/exe");
+
+  const TrialOptions& options() const { return options_; }
+  const std::string& program() const { return program_; }
+  // Spawns one probe child per backend (cached): is the backend available here?
+  const BackendStatus& probe(const std::string& backend);
+  // Runs one trial, records it and prints its progress line (and details when it did not pass).
+  // `last_output`: when given, receives the last checked call's output (case-directory mode).
+  const TrialResult& run(const TrialSpec& spec, std::vector<uint16_t>* last_output = nullptr);
+  // Records trials that do not run (SKIP: backend unavailable; BLOCKED: a sub-combination
+  // failed), with one progress line for the lot.
+  void add_not_run(const std::vector<TrialSpec>& specs, Outcome outcome, const std::string& reason,
+                   const std::string& blocked_by = "");
+  // Grows the progress total ("index/total").
+  void expect(size_t trials) { total_ += trials; }
+  // Whether failing trials print their details under the progress line (default yes).
+  void set_details(bool on) { details_ = on; }
+
+  const std::vector<TrialResult>& results() const { return results_; }
+  const std::map<std::string, BackendStatus>& backends() const { return backends_; }
+  ReferenceCache& cache() { return cache_; }
+  const ReferenceCache& cache() const { return cache_; }
+  double elapsed() const;
+  std::vector<std::string> verdicts;  // bisect verdict lines
+
+ private:
+  void progress_line(const TrialResult& r, size_t first, size_t last);
+
+  TrialOptions options_;
+  std::string program_;
+  std::ostream* progress_;
+  TrialRunner runner_;
+  ReferenceCache cache_;
+  std::vector<TrialResult> results_;
+  std::map<std::string, BackendStatus> backends_;
+  size_t total_ = 0;
+  bool details_ = true;
+  double t0_;
+};
+
+// Every valid combination of the backend's optimizations, plain first, by size then name.
+std::vector<Combo> lattice_combos(const std::string& backend);
+// The immediate sub-combinations: one optimization removed (plain for a single one).
+std::vector<Combo> immediate_subs(const Combo& c);
+
+// `--verify all` for one backend: staged isolation on `cases`.
+void verify_lattice(Session& s, const std::string& backend, const std::vector<CaseSpec>& cases);
+// `--verify COMBO,...` for one backend: just those, on every case. `first_output`, when given and
+// empty, receives the last checked call's output of the first trial that completes.
+void verify_combos(Session& s, const std::string& backend, const std::vector<Combo>& combos,
+                   const std::vector<CaseSpec>& cases, std::vector<uint16_t>* first_output = nullptr);
+
+// The search behind --bisect, on any "does this combination fail?" oracle (called once per subset
+// it tests). Every subset of `opts`, smallest first, skipping supersets of failing ones: exactly the
+// minimal failing subsets.
+std::vector<Combo> minimal_failing_subsets(const std::vector<std::string>& opts,
+                                           const std::function<bool(const Combo&)>& fails);
+// Delta debugging (Zeller & Hildebrandt, TSE 2002): a 1-minimal failing subset of `opts`, given
+// that `opts` fails and the empty set passes.
+Combo ddmin_failing(const std::vector<std::string>& opts, const std::function<bool(const Combo&)>& fails);
+
+struct BisectVerdict {
+  enum Kind { Passed, Culprit, Skipped } kind = Skipped;
+  std::vector<Combo> culprits;  // minimal failing combinations
+  std::string line;             // the one-line verdict
+  std::string reproducer;       // re-runs the first culprit's failing trial
+};
+// `--bisect COMBO` for one backend.
+BisectVerdict bisect(Session& s, const std::string& backend, const Combo& combo,
+                     const std::vector<CaseSpec>& cases);
+
+}  // namespace nvfp4

@@ -1,0 +1,376 @@
+// main.cpp — the harness CLI (DESIGN §4). The only place that prints usage and maps outcomes to
+// exit codes:
+//   0    everything that ran passed
+//   1    a verification failure (FAIL, ERROR, CRASH, TIMEOUT, BLOCKED; a bisect found a culprit)
+//   2    bad usage or bad input (InputError)
+//   125  nothing could be tested here (every trial SKIP), so `git bisect run` and ctest's
+//        SKIP_RETURN_CODE work unchanged
+// Modes: --verify all | COMBO[,COMBO...], --bisect COMBO, --inputs DIR (--check / --save-output),
+// --bench COMBO[,...] (bench.hpp), --list. `harness --child-trial SPEC` is the hidden entry point
+// of trial children (trial.hpp); it is handled before option parsing.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <iostream>
+#include <sstream>
+
+#include "bench.hpp"
+#include "case_dir.hpp"
+#include "casemode.hpp"
+#include "distributions.hpp"
+#include "errors.hpp"
+#include "lattice.hpp"
+#include "registry.hpp"
+#include "report.hpp"
+#include "suite.hpp"
+#include "trial.hpp"
+
+namespace po = boost::program_options;
+using namespace nvfp4;
+
+namespace {
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::string cur;
+    for (char ch : item + ",") {
+      if (ch == ',') {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+      } else if (ch != ' ') {
+        cur += ch;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> list_option(const po::variables_map& vm, const char* name) {
+  if (!vm.count(name)) return {};
+  return split_list(vm[name].as<std::vector<std::string>>());
+}
+
+// Maps trial outcomes to the exit code: any failure 1; else any PASS 0; else 125.
+int exit_code_for(const std::vector<TrialResult>& results) {
+  bool pass = false;
+  for (const auto& r : results) {
+    if (is_failure(r.outcome)) return 1;
+    pass |= r.outcome == Outcome::Pass;
+  }
+  return pass ? 0 : 125;
+}
+
+std::vector<std::string> chosen_backends(const std::string& opt) {
+  std::vector<std::string> v;
+  if (opt == "all") {
+    for (const auto* b : Registry::instance().backends()) v.push_back(b->name);
+    return v;
+  }
+  for (const auto& name : split_list({opt})) {
+    if (!Registry::instance().backend(name)) {
+      std::string known;
+      for (const auto* b : Registry::instance().backends()) known += (known.empty() ? "" : ", ") + b->name;
+      throw InputError("unknown backend '" + name + "' (known: " + known + ", all)");
+    }
+    v.push_back(name);
+  }
+  return v;
+}
+
+// The backends a combination runs on: the named one (where it must be valid), or every backend
+// that has all its optimizations.
+std::vector<std::string> backends_for(const Combo& combo, const std::vector<std::string>& backends,
+                                      bool explicit_backend) {
+  std::vector<std::string> out;
+  std::string first_error;
+  for (const auto& b : backends) {
+    try {
+      check_combo(b, combo);
+      out.push_back(b);
+    } catch (const InputError& e) {
+      if (explicit_backend) throw;
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (out.empty()) throw InputError(first_error.empty() ? "no backend for " + combo.str() : first_error);
+  return out;
+}
+
+void print_list(std::ostream& os, Session& s) {
+  const Registry& reg = Registry::instance();
+  for (const auto* b : reg.backends()) {
+    os << "backend " << b->name << ": " << b->summary << "\n";
+    const BackendStatus& st = s.probe(b->name);
+    os << "  here: " << (st.available ? "available" : "not available (" + st.reason + ")") << "\n";
+    for (const auto* o : reg.optimizations(b->name)) {
+      std::string stages;
+      for (Stage st2 : o->stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(st2);
+      os << "  " << o->name << "  (" << (o->kind == OptKind::Variant ? "variant" : "wrapper, order " + std::to_string(o->order))
+         << (stages.empty() ? "" : "; adds stage " + stages) << ")  " << o->summary << "\n";
+    }
+    os << "  combinations: ";
+    std::string combos;
+    for (const auto& c : lattice_combos(b->name)) combos += (combos.empty() ? "" : ", ") + c.str();
+    os << combos << "\n";
+  }
+  os << "distributions: ";
+  std::string d;
+  for (const auto& n : distribution_names()) d += (d.empty() ? "" : ", ") + n;
+  os << d << "\n";
+}
+
+void print_case_check(std::ostream& os, const CheckResult& r, const std::string& file) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", r.info->reference_seconds);
+  os << "case: " << r.info->spec.name() << ", shape " << r.info->ref.shape.str() << " (exact reference in "
+     << secs << " s)\n";
+  for (const auto& w : r.info->warnings) os << "warning: suspicious data: " << w << "\n";
+  if (r.info->degeneracy.degenerate())
+    os << "DEGENERATE reference: " << r.info->degeneracy.describe()
+       << " (this check cannot tell a right kernel from a wrong one)\n";
+  os << "check of " << file << " against the exact reference: " << (r.cmp.pass() ? "PASS" : "FAIL") << "\n";
+  print_comparison(os, r.cmp, "  ");
+}
+
+int run(int argc, char** argv) {
+  TrialOptions d;  // defaults, shared with the reproducer strings (report.cpp)
+  po::options_description modes("Modes");
+  modes.add_options()
+      ("help,h", "show this help")
+      ("list", "list backends (with availability here), optimizations, combinations, distributions")
+      ("verify", po::value<std::string>(),
+       "'all' (staged isolation on the embedded suite) or COMBO[,COMBO...], e.g. plain,fused+autotune")
+      ("bisect", po::value<std::string>(), "find the minimal failing sub-combinations of COMBO")
+      ("bench", po::value<std::string>(), "time COMBO[,COMBO...] on the GPU (bench options below)")
+      ("backend", po::value<std::string>()->default_value("all"), "cpu, gpu or all")
+      ("json", po::value<std::string>(), "also write the full report as JSON to FILE");
+  po::options_description suite("Suite narrowing (each replaces that dimension of the suite)");
+  suite.add_options()
+      ("shape", po::value<std::vector<std::string>>()->composing(), "MxNxK[xL][,...] (repeatable)")
+      ("dist", po::value<std::vector<std::string>>()->composing(), "distribution name[,...] (repeatable)")
+      ("seed", po::value<uint64_t>(), "seed for every case");
+  po::options_description trial("Trials");
+  trial.add_options()
+      ("warmup", po::value<int>()->default_value(d.warmup), "eager calls in stage warmup")
+      ("runs", po::value<int>()->default_value(d.runs), "checked calls in stage run (each one checked)")
+      ("tune-cache", po::value<std::string>(),
+       "directory of the on-disk autotune cache (default: none, in-process only, so stage tune really tunes)")
+      ("tune-reps", po::value<int>()->default_value(d.plan.tune_reps), "timed calls per autotune candidate")
+      ("tune-time", po::value<double>()->default_value(d.plan.tune_budget_s),
+       "autotune stops trying new candidates after this many seconds");
+  po::options_description watch("Watchdog budgets in seconds (past one: the child's process group is killed, TIMEOUT)");
+  watch.add_options()
+      ("budget-init", po::value<double>()->default_value(d.budget.init), "stage init (also the harness's setup/teardown)")
+      ("budget-tune", po::value<double>()->default_value(d.budget.tune), "stage tune")
+      ("budget-warmup", po::value<double>()->default_value(d.budget.warmup), "stage warmup")
+      ("budget-capture", po::value<double>()->default_value(d.budget.capture), "stage capture")
+      ("budget-run", po::value<double>()->default_value(d.budget.run), "stage run")
+      ("budget-trial", po::value<double>()->default_value(d.budget.trial), "the whole trial");
+  po::options_description drills("Fault drills");
+  drills.add_options()
+      ("inject", po::value<std::vector<std::string>>()->composing(),
+       "FAULT@STAGE[:if=COMBO], repeatable; FAULT: hang crash error slow nan corrupt unwritten "
+       "(the last three take @run and hit the last checked call)")
+      ("slow-seconds", po::value<double>()->default_value(d.slow_seconds), "how long the slow fault sleeps");
+  po::options_description casedir("Case directories (a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy [c.npy])");
+  casedir.add_options()
+      ("inputs", po::value<std::string>(), "run on this case directory instead of the suite")
+      ("batch-last", "arrays are (rows, cols, L) instead of (L, rows, cols)")
+      ("check", po::value<std::string>(), "compare this fp16 .npy output with the exact reference")
+      ("save-output", po::value<std::string>(),
+       "write C as .npy: the reference's, or the path's when --verify COMBO / --backend names one");
+  po::options_description all("harness: verify NVFP4 dual-GEMM paths against the exact reference\n"
+                              "  harness --verify all | --verify COMBO[,...] | --bisect COMBO | --list\n"
+                              "  harness --inputs DIR [--check C.npy | --save-output C.npy]\n"
+                              "exit codes: 0 passed, 1 verification failure, 2 bad usage/input, 125 nothing testable here");
+  all.add(modes).add(suite).add(trial).add(watch).add(drills).add(casedir).add(bench_options());
+
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+  po::notify(vm);
+
+  if (vm.count("help")) {
+    std::cout << all << "\n";
+    return 0;
+  }
+  if (vm.count("bench")) return run_bench(split_list({vm["bench"].as<std::string>()}), vm);
+
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+
+  TrialOptions opt;
+  opt.warmup = vm["warmup"].as<int>();
+  opt.runs = vm["runs"].as<int>();
+  if (opt.warmup < 0) throw InputError("--warmup must be >= 0");
+  if (opt.runs < 1) throw InputError("--runs must be >= 1");
+  opt.budget.init = vm["budget-init"].as<double>();
+  opt.budget.tune = vm["budget-tune"].as<double>();
+  opt.budget.warmup = vm["budget-warmup"].as<double>();
+  opt.budget.capture = vm["budget-capture"].as<double>();
+  opt.budget.run = vm["budget-run"].as<double>();
+  opt.budget.trial = vm["budget-trial"].as<double>();
+  for (double b : {opt.budget.init, opt.budget.tune, opt.budget.warmup, opt.budget.capture, opt.budget.run,
+                   opt.budget.trial})
+    if (!(b > 0)) throw InputError("budgets must be positive numbers of seconds");
+  opt.slow_seconds = vm["slow-seconds"].as<double>();
+  if (vm.count("tune-cache")) opt.plan.tune_cache_dir = vm["tune-cache"].as<std::string>();
+  opt.plan.tune_reps = vm["tune-reps"].as<int>();
+  opt.plan.tune_budget_s = vm["tune-time"].as<double>();
+  if (vm.count("inject"))
+    for (const auto& f : vm["inject"].as<std::vector<std::string>>()) opt.faults.push_back(Fault::parse(f));
+
+  SuiteFilter filter;
+  for (const auto& s : list_option(vm, "shape")) filter.shapes.push_back(Shape::parse(s));
+  for (const auto& dname : list_option(vm, "dist")) {
+    const auto& names = distribution_names();
+    if (std::find(names.begin(), names.end(), dname) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw InputError("unknown distribution '" + dname + "' (known: " + known + ")");
+    }
+    filter.dists.push_back(dname);
+  }
+  if (vm.count("seed")) filter.seed = vm["seed"].as<uint64_t>();
+
+  const bool explicit_backend = !vm["backend"].defaulted();
+  const std::vector<std::string> backends = chosen_backends(vm["backend"].as<std::string>());
+  Session session(opt, argv[0], &std::cout);
+
+  if (vm.count("list")) {
+    Session quiet(opt, argv[0], nullptr);
+    print_list(std::cout, quiet);
+    return 0;
+  }
+
+  // ---- case-directory mode ----
+  std::vector<CaseSpec> dir_cases;
+  std::string save_path;
+  if (vm.count("save-output")) save_path = vm["save-output"].as<std::string>();
+  if (vm.count("inputs")) {
+    CaseSpec c;
+    c.inputs_dir = vm["inputs"].as<std::string>();
+    c.batch_last = vm.count("batch-last") > 0;
+    if (!filter.empty()) throw InputError("--shape/--dist/--seed describe generated cases; not with --inputs");
+    const Problem p = c.make();  // validates the directory now (InputError: exit 2)
+    const bool path_mode = vm.count("verify") || vm.count("bisect") || explicit_backend;
+    std::string check = vm.count("check") ? vm["check"].as<std::string>() : "";
+    if (check.empty() && !path_mode && save_path.empty()) {
+      std::ifstream probe_c(c.inputs_dir + "/c.npy");
+      if (probe_c) check = c.inputs_dir + "/c.npy";
+    }
+    if (!check.empty() && path_mode)
+      throw InputError("--check compares an outside output; to run a path on the case use --verify COMBO without --check");
+    if (!path_mode) {
+      int code = 0;
+      if (!check.empty()) {
+        const CheckResult r = check_output_file(c, check);
+        print_case_check(std::cout, r, check);
+        code = r.cmp.pass() ? 0 : 1;
+      }
+      if (!save_path.empty()) {
+        for (const auto& w : save_reference_output(c, save_path))
+          std::cout << "warning: suspicious data: " << w << "\n";
+        std::cout << "wrote the reference output (" << p.shape.str() << ") to " << save_path << "\n";
+      }
+      if (check.empty() && save_path.empty())
+        throw InputError("--inputs needs --check FILE, --save-output FILE, a c.npy in the directory, or --verify COMBO");
+      return code;
+    }
+    dir_cases.push_back(c);
+  } else if (vm.count("check") || !save_path.empty()) {
+    throw InputError("--check and --save-output need --inputs DIR");
+  }
+  auto cases_for = [&](const std::string& backend) {
+    return dir_cases.empty() ? narrow_suite(default_suite(backend), filter) : dir_cases;
+  };
+
+  const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
+  if (verify && bisecting) throw InputError("--verify and --bisect are separate modes");
+  if (!verify && !bisecting && dir_cases.empty()) {
+    std::cerr << "harness: nothing to do (give --verify, --bisect, --inputs, --bench or --list)\n\n" << all << "\n";
+    return 2;
+  }
+  std::string mode;
+  int code = 0;
+  if (bisecting) {
+    mode = "bisect";
+    session.set_details(false);  // the verdict names the culprit; its reproducer shows the details
+    const Combo combo = Combo::parse(vm["bisect"].as<std::string>());
+    const auto bs = backends_for(combo, backends, explicit_backend);
+    std::cout << "bisect " << combo.str() << " on " << bs.size() << " backend(s); trials:\n";
+    bool culprit = false, passed = false;
+    for (const auto& b : bs) {
+      const BisectVerdict v = bisect(session, b, combo, cases_for(b));
+      std::string line = (bs.size() > 1 ? b + ": " : "") + v.line;
+      if (!v.reproducer.empty()) line += "\n  reproduce: " + v.reproducer;
+      session.verdicts.push_back(line);
+      culprit |= v.kind == BisectVerdict::Culprit;
+      passed |= v.kind == BisectVerdict::Passed;
+    }
+    code = culprit ? 1 : passed ? 0 : 125;
+  } else {
+    mode = "verify";
+    const std::string what = verify ? vm["verify"].as<std::string>() : "plain";
+    if (what == "all") {
+      std::map<std::string, std::vector<CaseSpec>> cases;
+      for (const auto& b : backends) {
+        cases[b] = cases_for(b);
+        session.expect(lattice_combos(b).size() * cases[b].size());
+      }
+      std::cout << "verify all: staged isolation (plain, each optimization alone, pairs, ...) on";
+      for (const auto& b : backends) std::cout << " " << b << " (" << cases[b].size() << " cases)";
+      std::cout << "\n";
+      for (const auto& b : backends) verify_lattice(session, b, cases[b]);
+    } else {
+      std::vector<Combo> combos;
+      for (const auto& t : split_list({what})) combos.push_back(Combo::parse(t));
+      if (combos.empty()) throw InputError("--verify needs 'all' or COMBO[,COMBO...]");
+      std::map<std::string, std::vector<Combo>> per_backend;
+      for (const auto& c : combos)
+        for (const auto& b : backends_for(c, backends, explicit_backend)) per_backend[b].push_back(c);
+      for (const auto& kv : per_backend) session.expect(kv.second.size() * cases_for(kv.first).size());
+      std::vector<uint16_t> first_output;
+      for (const auto& b : backends)
+        if (per_backend.count(b))
+          verify_combos(session, b, per_backend[b], cases_for(b), save_path.empty() ? nullptr : &first_output);
+      if (!save_path.empty()) {
+        // Case-directory mode: the path's output (last checked call of the first trial that ran).
+        if (first_output.empty()) {
+          std::cout << "no output written to " << save_path << ": no trial ran to completion\n";
+        } else {
+          write_output_npy(save_path, dir_cases.front().make().shape, first_output, dir_cases.front().batch_last);
+          std::cout << "wrote the path's output to " << save_path << "\n";
+        }
+      }
+    }
+    code = exit_code_for(session.results());
+  }
+  print_summary(std::cout, session, code, !bisecting);
+  if (vm.count("json")) {
+    std::ofstream f(vm["json"].as<std::string>());
+    if (!f) throw InputError("cannot write " + vm["json"].as<std::string>());
+    write_json(f, session, mode, command, code);
+  }
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--child-trial") return child_main(argv[2]);
+  try {
+    return run(argc, argv);
+  } catch (const po::error& e) {
+    std::cerr << "harness: " << e.what() << " (see harness --help)\n";
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "harness: bad input: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "harness: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

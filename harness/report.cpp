@@ -1,0 +1,409 @@
+// report.cpp — human-readable and JSON reports (see report.hpp).
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "formats.hpp"
+#include "json.hpp"
+#include "lattice.hpp"
+
+namespace nvfp4 {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string hex16(uint16_t b) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%04X", b);
+  return buf;
+}
+
+std::string value16(uint16_t b) {
+  if (b == kPoisonBits) return "poison(" + hex16(b) + ")";
+  return fmt("%.6g", fp16_to_double(b)) + " (" + hex16(b) + ")";
+}
+
+std::string where(const ElementReport& e) {
+  return "(" + std::to_string(e.l) + "," + std::to_string(e.m) + "," + std::to_string(e.n) + ")";
+}
+
+// An option whose value differs from the default, as it is written on the command line.
+void add_if(std::string& cmd, bool differs, const std::string& flag, const std::string& value) {
+  if (differs) cmd += " " + flag + " " + value;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=@:,./") ==
+      std::string::npos && !s.empty())
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+std::string reproducer(const TrialSpec& t, const std::string& program) {
+  const TrialOptions d;  // the defaults
+  const TrialOptions& o = t.options;
+  std::string cmd = shell_quote(program) + " --backend " + t.backend + " --verify " + t.combo.str();
+  if (t.c.from_dir()) {
+    cmd += " --inputs " + shell_quote(t.c.inputs_dir);
+    if (t.c.batch_last) cmd += " --batch-last";
+  } else {
+    cmd += " --shape " + t.c.shape.str() + " --dist " + t.c.dist + " --seed " + std::to_string(t.c.seed);
+  }
+  add_if(cmd, o.warmup != d.warmup, "--warmup", std::to_string(o.warmup));
+  add_if(cmd, o.runs != d.runs, "--runs", std::to_string(o.runs));
+  add_if(cmd, o.budget.init != d.budget.init, "--budget-init", num(o.budget.init));
+  add_if(cmd, o.budget.tune != d.budget.tune, "--budget-tune", num(o.budget.tune));
+  add_if(cmd, o.budget.warmup != d.budget.warmup, "--budget-warmup", num(o.budget.warmup));
+  add_if(cmd, o.budget.capture != d.budget.capture, "--budget-capture", num(o.budget.capture));
+  add_if(cmd, o.budget.run != d.budget.run, "--budget-run", num(o.budget.run));
+  add_if(cmd, o.budget.trial != d.budget.trial, "--budget-trial", num(o.budget.trial));
+  add_if(cmd, !o.plan.tune_cache_dir.empty(), "--tune-cache", shell_quote(o.plan.tune_cache_dir));
+  add_if(cmd, o.plan.tune_reps != d.plan.tune_reps, "--tune-reps", std::to_string(o.plan.tune_reps));
+  add_if(cmd, o.plan.tune_budget_s != d.plan.tune_budget_s, "--tune-time", num(o.plan.tune_budget_s));
+  bool slow = false;
+  for (const auto& f : o.faults) {
+    cmd += " --inject " + f.str();
+    slow |= f.kind == FaultKind::Slow;
+  }
+  add_if(cmd, slow && o.slow_seconds != d.slow_seconds, "--slow-seconds", num(o.slow_seconds));
+  return cmd;
+}
+
+std::string trial_name(const TrialSpec& t) {
+  return t.backend + " " + t.combo.str() + " " + t.c.name();
+}
+
+std::string stage_times(const TrialResult& r) {
+  std::string s;
+  for (const auto& st : r.stages) {
+    if (st.stage == "setup" || st.stage == "teardown") continue;
+    s += (s.empty() ? "" : " ") + st.stage + " " + fmt("%.3f", st.seconds) + (st.completed ? "" : "!");
+  }
+  return s.empty() ? s : s + " s";
+}
+
+std::string trial_summary(const TrialResult& r) {
+  std::string s = outcome_name(r.outcome);
+  switch (r.outcome) {
+    case Outcome::Pass:
+      s += "  max " + std::to_string(r.cmp.max_ulp) + " ulp";
+      if (!r.cmp.gpumode_pass()) s += ", gpumode check fails (" + std::to_string(r.cmp.gpumode_mismatch) + ")";
+      if (r.degenerate) s += ", DEGENERATE reference";
+      s += "  " + stage_times(r);
+      break;
+    case Outcome::Fail:
+      s += "  " + r.message + "  " + stage_times(r);
+      break;
+    case Outcome::Timeout:
+    case Outcome::Crash:
+    case Outcome::Error:
+      s += "  " + r.message;
+      break;
+    case Outcome::Skip:
+    case Outcome::Blocked:
+      s += "  " + r.message;
+      break;
+  }
+  return s;
+}
+
+void print_comparison(std::ostream& os, const Comparison& c, const std::string& in) {
+  os << in << "elements " << c.elements << ", over tolerance " << c.over_tolerance
+     << " (NaN mismatch " << c.nan_mismatch << ", inf mismatch " << c.inf_mismatch << ", unwritten "
+     << c.poisoned << ")\n";
+  os << in << "max abs error " << fmt("%.4g", c.max_abs);
+  if (c.max_abs > 0) os << " at " << where(c.max_abs_at);
+  os << ", max rel error " << fmt("%.4g", c.max_rel);
+  if (c.max_rel > 0) os << " at " << where(c.max_rel_at);
+  os << ", max " << c.max_ulp << " ulp\n";
+  os << in << "ulp histogram:";
+  for (int b = 0; b < kUlpBuckets; ++b)
+    if (c.ulp_hist[b]) os << " [" << ulp_bucket_label(b) << "] " << c.ulp_hist[b];
+  os << "\n";
+  for (const auto& e : c.worst)
+    os << in << "  worst " << where(e) << " call " << e.call << ": got " << value16(e.got) << ", exact "
+       << fmt("%.6g", e.exact) << ", reference " << value16(e.ref) << ", error " << fmt("%.4g", e.err)
+       << " > bound " << fmt("%.4g", e.bound) << "\n";
+  for (const auto& e : c.first_poisoned)
+    os << in << "  unwritten " << where(e) << " call " << e.call << " (still holds the poison " << hex16(kPoisonBits)
+       << "; exact " << fmt("%.6g", e.exact) << ")\n";
+  os << in << "attribution: " << c.attribution_detail << "\n";
+  os << in << "GPU MODE check (|x-ref| <= 1e-3 + 1e-3*|ref|): " << (c.gpumode_pass() ? "pass" : "FAIL")
+     << " (" << c.gpumode_mismatch << " mismatches)\n";
+}
+
+void print_trial_details(std::ostream& os, const TrialResult& r, const std::string& program) {
+  os << "    " << outcome_name(r.outcome) << " " << trial_name(r.spec);
+  if (!r.stage.empty()) os << " in stage " << r.stage << " after " << fmt("%.2f", r.stage_elapsed) << " s";
+  os << "\n";
+  if (!r.message.empty()) os << "      " << r.message << "\n";
+  if (!r.describe.empty()) os << "      path: " << r.describe << "\n";
+  bool unfinished = false;
+  for (const auto& st : r.stages) unfinished |= !st.completed;
+  if (!r.stages.empty())
+    os << "      stages: " << stage_times(r) << (unfinished ? " (! = did not finish)" : "") << "\n";
+  for (const auto& n : r.notes) os << "      note: " << n << "\n";
+  for (const auto& w : r.warnings) os << "      warning: " << w << "\n";
+  if (r.degenerate) os << "      DEGENERATE reference: " << r.degeneracy << "\n";
+  if (r.compared && !r.cmp.pass()) {
+    std::string calls;
+    for (size_t i = 0; i < r.over_per_call.size(); ++i)
+      calls += (i ? ", " : "") + std::to_string(r.over_per_call[i]);
+    os << "      over tolerance per call: " << calls << "; the worst call (" << r.cmp_call << "):\n";
+    print_comparison(os, r.cmp, "        ");
+  }
+  if (!r.child_log.empty()) {
+    os << "      child log (tail):\n";
+    std::istringstream is(r.child_log);
+    for (std::string line; std::getline(is, line);) os << "        | " << line << "\n";
+  }
+  os << "      reproduce: " << reproducer(r.spec, program) << "\n";
+}
+
+void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures) {
+  const auto& rs = s.results();
+  os << "\nSummary (" << rs.size() << " trials, " << fmt("%.1f", s.elapsed()) << " s)\n";
+  const Outcome order[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash,
+                           Outcome::Timeout, Outcome::Skip, Outcome::Blocked};
+  // Per backend and combination, in first-seen order.
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::map<std::pair<std::string, std::string>, std::map<Outcome, int>> counts;
+  std::map<std::pair<std::string, std::string>, double> max_ulp;
+  for (const auto& r : rs) {
+    auto k = std::make_pair(r.spec.backend, r.spec.combo.str());
+    if (!counts.count(k)) keys.push_back(k);
+    ++counts[k][r.outcome];
+    if (r.compared) max_ulp[k] = std::max(max_ulp[k], double(r.cmp.max_ulp));
+  }
+  if (!keys.empty()) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-8s %-28s %5s %5s %5s %5s %7s %5s %7s  %s\n", "backend",
+                  "combination", "PASS", "FAIL", "ERROR", "CRASH", "TIMEOUT", "SKIP", "BLOCKED", "max ulp");
+    os << line;
+    for (const auto& k : keys) {
+      auto& c = counts[k];
+      std::snprintf(line, sizeof line, "  %-8s %-28s %5d %5d %5d %5d %7d %5d %7d  %s\n", k.first.c_str(),
+                    k.second.c_str(), c[order[0]], c[order[1]], c[order[2]], c[order[3]], c[order[4]],
+                    c[order[5]], c[order[6]],
+                    max_ulp.count(k) ? std::to_string(int64_t(max_ulp[k])).c_str() : "-");
+      os << line;
+    }
+  }
+  // Cases whose check is vacuous, and suspicious inputs.
+  for (const auto& info : s.cache().seen()) {
+    if (info->degeneracy.degenerate())
+      os << "  DEGENERATE case " << info->spec.name() << ": " << info->degeneracy.describe()
+         << " (this check cannot tell a right kernel from a wrong one)\n";
+    for (const auto& w : info->warnings) os << "  warning: " << info->spec.name() << ": " << w << "\n";
+  }
+  // Failing trials with their reproducers; BLOCKED ones grouped per combination.
+  std::vector<const TrialResult*> failing;
+  std::vector<std::pair<std::string, int>> blocked;  // "backend combo (blocked by X)", count
+  for (const auto& r : rs) {
+    if (!is_failure(r.outcome)) continue;
+    if (r.outcome != Outcome::Blocked) {
+      failing.push_back(&r);
+      continue;
+    }
+    const std::string key = r.spec.backend + " " + r.spec.combo.str() + " (blocked by " + r.blocked_by + ")";
+    if (blocked.empty() || blocked.back().first != key) blocked.push_back({key, 0});
+    ++blocked.back().second;
+  }
+  if (list_failures && !failing.empty()) {
+    os << "  failing trials (reproduce each with the command shown):\n";
+    size_t shown = 0;
+    for (const auto* r : failing) {
+      if (++shown > 40) {
+        os << "    ... and " << failing.size() - 40 << " more (see --json)\n";
+        break;
+      }
+      os << "    " << outcome_name(r->outcome) << " " << trial_name(r->spec);
+      if (!r->stage.empty()) os << " (stage " << r->stage << ")";
+      os << "\n      " << reproducer(r->spec, s.program()) << "\n";
+    }
+  }
+  for (const auto& b : blocked)
+    os << "  BLOCKED " << b.first << ": " << b.second << " trial" << (b.second == 1 ? "" : "s") << " not run\n";
+  std::map<Outcome, int> total;
+  for (const auto& r : rs) ++total[r.outcome];
+  os << "result:";
+  for (Outcome o : order)
+    if (total[o]) os << " " << total[o] << " " << outcome_name(o);
+  if (rs.empty()) os << " no trials";
+  os << " -> exit " << exit_code << "\n";
+  for (const auto& v : s.verdicts) os << v << "\n";
+}
+
+namespace {
+
+void json_comparison(JsonWriter& j, const Comparison& c) {
+  auto element = [&](const ElementReport& e) {
+    j.begin_object();
+    j.key("l").value(e.l).key("m").value(e.m).key("n").value(e.n);
+    j.key("got").value(hex16(e.got)).key("reference").value(hex16(e.ref));
+    j.key("got_value").value(e.got == kPoisonBits ? std::string("poison") : fmt("%.9g", fp16_to_double(e.got)));
+    j.key("exact").value(e.exact).key("error").value(e.err).key("bound").value(e.bound);
+    j.key("call").value(e.call);
+    j.end_object();
+  };
+  j.begin_object();
+  j.key("elements").value(c.elements);
+  j.key("over_tolerance").value(c.over_tolerance);
+  j.key("nan_mismatch").value(c.nan_mismatch);
+  j.key("inf_mismatch").value(c.inf_mismatch);
+  j.key("unwritten").value(c.poisoned);
+  j.key("max_abs").value(c.max_abs);
+  j.key("max_rel").value(c.max_rel);
+  j.key("max_ulp").value(int64_t(c.max_ulp));
+  j.key("ulp_histogram").begin_object();
+  for (int b = 0; b < kUlpBuckets; ++b)
+    if (c.ulp_hist[b]) j.key(ulp_bucket_label(b)).value(c.ulp_hist[b]);
+  j.end_object();
+  j.key("worst").begin_array();
+  for (const auto& e : c.worst) element(e);
+  j.end_array();
+  j.key("unwritten_at").begin_array();
+  for (const auto& e : c.first_poisoned) element(e);
+  j.end_array();
+  j.key("attribution").value(c.attribution);
+  j.key("attribution_detail").value(c.attribution_detail);
+  if (c.g_out_of_bound >= 0) {
+    j.key("g_out_of_bound").value(c.g_out_of_bound);
+    j.key("u_out_of_bound").value(c.u_out_of_bound);
+  }
+  j.key("gpumode_check").begin_object();
+  j.key("pass").value(c.gpumode_pass()).key("mismatches").value(c.gpumode_mismatch);
+  j.key("rule").value("|x-ref| <= 1e-3 + 1e-3*|ref|, NaN/+inf/-inf must match");
+  j.end_object();
+  j.end_object();
+}
+
+}  // namespace
+
+void write_json(std::ostream& os, const Session& s, const std::string& mode, const std::string& command,
+                int exit_code) {
+  JsonWriter j(os);
+  const TrialOptions& o = s.options();
+  j.begin_object();
+  j.key("tool").value("nvfp4-dual harness");
+  j.key("mode").value(mode);
+  j.key("command").value(command);
+  j.key("exit_code").value(exit_code);
+  j.key("elapsed_s").value(s.elapsed());
+  j.key("options").begin_object();
+  j.key("warmup").value(o.warmup).key("runs").value(o.runs);
+  j.key("budgets_s").begin_object();
+  j.key("init").value(o.budget.init).key("tune").value(o.budget.tune).key("warmup").value(o.budget.warmup);
+  j.key("capture").value(o.budget.capture).key("run").value(o.budget.run).key("trial").value(o.budget.trial);
+  j.end_object();
+  j.key("faults").begin_array();
+  for (const auto& f : o.faults) j.value(f.str());
+  j.end_array();
+  j.key("tune_cache").value(o.plan.tune_cache_dir);
+  j.end_object();
+
+  j.key("backends").begin_array();
+  for (const auto& kv : s.backends()) {
+    const auto& b = kv.second;
+    j.begin_object();
+    j.key("name").value(b.name).key("available").value(b.available);
+    if (!b.available) j.key("reason").value(b.reason).key("probe_outcome").value(outcome_name(b.probe_outcome));
+    j.key("optimizations").array(b.optimizations);
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("cases").begin_array();
+  for (const auto& info : s.cache().seen()) {
+    j.begin_object();
+    j.key("name").value(info->spec.name());
+    j.key("shape").value(info->ref.shape.str());
+    if (info->spec.from_dir()) j.key("inputs").value(info->spec.inputs_dir);
+    else j.key("dist").value(info->spec.dist).key("seed").value(uint64_t(info->spec.seed));
+    j.key("degenerate").value(info->degeneracy.degenerate());
+    j.key("degeneracy").begin_object();
+    j.key("inf").value(info->degeneracy.inf).key("nan").value(info->degeneracy.nan);
+    j.key("zero").value(info->degeneracy.zero).key("total").value(info->degeneracy.total);
+    j.end_object();
+    j.key("warnings").array(info->warnings);
+    j.key("reference_s").value(info->reference_seconds);
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("trials").begin_array();
+  int index = 0;
+  for (const auto& r : s.results()) {
+    j.begin_object();
+    j.key("index").value(++index);
+    j.key("backend").value(r.spec.backend);
+    j.key("combo").value(r.spec.combo.str());
+    j.key("case").begin_object();
+    if (r.spec.c.from_dir()) {
+      j.key("inputs").value(r.spec.c.inputs_dir).key("batch_last").value(r.spec.c.batch_last);
+    } else {
+      j.key("shape").value(r.spec.c.shape.str()).key("dist").value(r.spec.c.dist);
+      j.key("seed").value(uint64_t(r.spec.c.seed));
+    }
+    j.end_object();
+    j.key("outcome").value(outcome_name(r.outcome));
+    if (!r.stage.empty()) j.key("stage").value(r.stage).key("stage_elapsed_s").value(r.stage_elapsed);
+    j.key("message").value(r.message);
+    if (!r.blocked_by.empty()) j.key("blocked_by").value(r.blocked_by);
+    j.key("wall_s").value(r.wall);
+    j.key("path").value(r.describe);
+    j.key("stages").begin_array();
+    for (const auto& st : r.stages) {
+      j.begin_object();
+      j.key("stage").value(st.stage).key("seconds").value(st.seconds).key("completed").value(st.completed);
+      j.end_object();
+    }
+    j.end_array();
+    j.key("notes").array(r.notes);
+    if (!r.child_log.empty()) j.key("child_log").value(r.child_log);
+    if (r.compared) {
+      j.key("degenerate").value(r.degenerate);
+      j.key("warnings").array(r.warnings);
+      j.key("over_tolerance_per_call").array(r.over_per_call);
+      j.key("metrics_call").value(r.cmp_call);
+      j.key("metrics");
+      json_comparison(j, r.cmp);
+    }
+    j.key("reproducer").value(reproducer(r.spec, s.program()));
+    j.end_object();
+  }
+  j.end_array();
+  j.key("verdicts").array(s.verdicts);
+  j.key("summary").begin_object();
+  const Outcome order[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash,
+                           Outcome::Timeout, Outcome::Skip, Outcome::Blocked};
+  for (Outcome oc : order) {
+    int n = 0;
+    for (const auto& r : s.results()) n += r.outcome == oc;
+    j.key(outcome_name(oc)).value(n);
+  }
+  j.end_object();
+  j.end_object();
+  os << "\n";
+}
+
+}  // namespace nvfp4

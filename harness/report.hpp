@@ -1,0 +1,42 @@
+// report.hpp — what the harness tells the user: progress lines, failure details with a
+// reproducer, the summary table, and the JSON report (--json FILE). Evaluation lives elsewhere;
+// this file only formats.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "trial.hpp"
+
+namespace nvfp4 {
+
+class Session;
+
+// A command line that re-runs exactly this trial (combination, backend, case, and every option
+// that changes what the trial does), e.g.
+//   harness --backend cpu --verify autotune+fused --shape 33x65x160 --dist edge --seed 7
+std::string reproducer(const TrialSpec& spec, const std::string& program);
+
+// "cpu fused 33x65x160 edge seed 7" — the trial's name in every report.
+std::string trial_name(const TrialSpec& spec);
+// One line after the trial's name: outcome and the essential numbers / reason.
+std::string trial_summary(const TrialResult& r);
+// Stage times, "init 0.001 tune 0.020 warmup 0.001 run 0.002 s".
+std::string stage_times(const TrialResult& r);
+
+// The tolerance report of one comparison, indented lines.
+void print_comparison(std::ostream& os, const Comparison& c, const std::string& indent);
+// Everything about a trial that did not pass (and the reproducer).
+void print_trial_details(std::ostream& os, const TrialResult& r, const std::string& program);
+
+// The end-of-run summary: per backend and combination, outcome counts; degenerate cases and
+// suspicious data; every failing trial's reproducer (unless `list_failures` is off, as in a bisect,
+// whose verdict names its own reproducer); the overall result; bisect verdicts last.
+void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures = true);
+
+// The whole session as JSON (every trial: outcome, stage times, metrics, reproducer).
+void write_json(std::ostream& os, const Session& s, const std::string& mode,
+                const std::string& command, int exit_code);
+
+}  // namespace nvfp4

@@ -1,0 +1,739 @@
+// trial.cpp — the child-process protocol, the stage watchdog and trial evaluation (see trial.hpp).
+//
+// Parent and child agree on: the SPEC encoding (encode_trial/decode_trial), the message lines on
+// the pipe (tab-separated, fields backslash-escaped) and the files in the trial directory:
+//   out<i>.f16   the output of checked call i (L*M*N fp16 bit patterns, (L, M, N))
+//   g.f32 u.f32  the path's intermediates when it exposes them (fp32, (L, M, N), alpha not applied)
+//   child.log    the child's stdout and stderr
+#include "trial.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "errors.hpp"
+
+namespace nvfp4 {
+
+using Clock = std::chrono::steady_clock;
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::Pass: return "PASS";
+    case Outcome::Fail: return "FAIL";
+    case Outcome::Error: return "ERROR";
+    case Outcome::Crash: return "CRASH";
+    case Outcome::Timeout: return "TIMEOUT";
+    case Outcome::Skip: return "SKIP";
+    case Outcome::Blocked: return "BLOCKED";
+  }
+  return "?";
+}
+
+double Budgets::of(const std::string& stage) const {
+  if (stage == "tune") return tune;
+  if (stage == "warmup") return warmup;
+  if (stage == "capture") return capture;
+  if (stage == "run") return run;
+  return init;  // init, and the harness's own setup and teardown
+}
+
+double TrialResult::stage_seconds(const std::string& name) const {
+  for (const auto& s : stages)
+    if (s.stage == name) return s.seconds;
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SPEC encoding: "key=value" lines; values escape '%', newline and control bytes as %XX.
+
+namespace {
+
+std::string pct_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char ch : s) {
+    if (ch == '%' || ch < 0x20) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      o += buf;
+    } else {
+      o += char(ch);
+    }
+  }
+  return o;
+}
+
+std::string pct_unescape(const std::string& s) {
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      o += char(std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      o += s[i];
+    }
+  }
+  return o;
+}
+
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string encode_trial(const TrialSpec& t, int fd, const std::string& dir, bool probe) {
+  std::ostringstream os;
+  auto kv = [&](const char* k, const std::string& v) { os << k << '=' << pct_escape(v) << '\n'; };
+  kv("backend", t.backend);
+  kv("combo", t.combo.str());
+  if (t.c.from_dir()) {
+    kv("inputs", t.c.inputs_dir);
+    kv("batch_last", t.c.batch_last ? "1" : "0");
+  } else {
+    kv("shape", t.c.shape.str());
+    kv("dist", t.c.dist);
+    kv("seed", std::to_string(t.c.seed));
+  }
+  const TrialOptions& o = t.options;
+  kv("warmup", std::to_string(o.warmup));
+  kv("runs", std::to_string(o.runs));
+  kv("slow", num(o.slow_seconds));
+  kv("tune_cache", o.plan.tune_cache_dir);
+  kv("tune_reps", std::to_string(o.plan.tune_reps));
+  kv("tune_time", num(o.plan.tune_budget_s));
+  for (const auto& f : o.faults) kv("fault", f.str());
+  kv("fd", std::to_string(fd));
+  kv("dir", dir);
+  kv("probe", probe ? "1" : "0");
+  return os.str();
+}
+
+TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool* probe) {
+  TrialSpec t;
+  std::istringstream is(text);
+  std::string line;
+  while (std::getline(is, line)) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) throw InputError("bad trial spec line '" + line + "'");
+    const std::string k = line.substr(0, eq), v = pct_unescape(line.substr(eq + 1));
+    if (k == "backend") t.backend = v;
+    else if (k == "combo") t.combo = Combo::parse(v);
+    else if (k == "inputs") t.c.inputs_dir = v;
+    else if (k == "batch_last") t.c.batch_last = v == "1";
+    else if (k == "shape") t.c.shape = Shape::parse(v);
+    else if (k == "dist") t.c.dist = v;
+    else if (k == "seed") t.c.seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "warmup") t.options.warmup = std::atoi(v.c_str());
+    else if (k == "runs") t.options.runs = std::atoi(v.c_str());
+    else if (k == "slow") t.options.slow_seconds = std::atof(v.c_str());
+    else if (k == "tune_cache") t.options.plan.tune_cache_dir = v;
+    else if (k == "tune_reps") t.options.plan.tune_reps = std::atoi(v.c_str());
+    else if (k == "tune_time") t.options.plan.tune_budget_s = std::atof(v.c_str());
+    else if (k == "fault") t.options.faults.push_back(Fault::parse(v));
+    else if (k == "fd") { if (fd) *fd = std::atoi(v.c_str()); }
+    else if (k == "dir") { if (dir) *dir = v; }
+    else if (k == "probe") { if (probe) *probe = v == "1"; }
+    else throw InputError("bad trial spec key '" + k + "'");
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline.
+
+namespace {
+
+std::string line_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '\\') o += "\\\\";
+    else if (ch == '\n') o += "\\n";
+    else if (ch == '\t') o += "\\t";
+    else o += ch;
+  }
+  return o;
+}
+
+std::vector<std::string> split_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (ch == '\t') {
+      fields.emplace_back();
+    } else if (ch == '\\' && i + 1 < line.size()) {
+      const char nx = line[++i];
+      fields.back() += nx == 'n' ? '\n' : nx == 't' ? '\t' : nx;
+    } else {
+      fields.back() += ch;
+    }
+  }
+  return fields;
+}
+
+// The child's end of the pipe. write() directly: nothing sits in a buffer when the child dies.
+class Channel {
+ public:
+  explicit Channel(int fd) : fd_(fd) {}
+  void send(const std::string& kind, const std::vector<std::string>& fields = {}) {
+    std::string line = kind;
+    for (const auto& f : fields) line += '\t' + line_escape(f);
+    line += '\n';
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        _exit(3);  // the parent is gone: nothing left to report to
+      }
+      p += n;
+      left -= size_t(n);
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", s);
+  return buf;
+}
+
+// Runs `body` as one stage: enter, body, leave with the wall time. An exception leaves the stage
+// open (the parent then knows where it happened).
+template <class F>
+void stage(Channel& ch, const std::string& name, F&& body) {
+  ch.send("enter", {name});
+  const auto t0 = Clock::now();
+  body();
+  ch.send("leave", {name, seconds_text(std::chrono::duration<double>(Clock::now() - t0).count())});
+}
+
+void write_file(const std::string& path, const void* data, size_t bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  const size_t n = bytes ? std::fwrite(data, 1, bytes, f) : 0;
+  const bool ok = std::fclose(f) == 0 && n == bytes;
+  if (!ok) throw std::runtime_error("short write to " + path);
+}
+
+bool read_file(const std::string& path, void* data, size_t bytes) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  const size_t n = std::fread(data, 1, bytes, f);
+  const bool exact = n == bytes && std::fgetc(f) == EOF;
+  std::fclose(f);
+  return exact;
+}
+
+void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe) {
+  const Registry& reg = Registry::instance();
+  const Backend* be = nullptr;
+  Problem problem;
+  bool skip = false;
+  stage(ch, "setup", [&] {
+    be = reg.backend(t.backend);
+    if (!be) throw InputError("unknown backend '" + t.backend + "'");
+    const Support avail = be->available ? be->available() : Support::yes();
+    if (!avail.ok) {
+      ch.send("skip", {"backend " + t.backend + " unavailable: " + avail.reason});
+      skip = true;
+      return;
+    }
+    if (probe) {
+      ch.send("available");
+      skip = true;
+      return;
+    }
+    check_combo(t.backend, t.combo);
+    problem = t.c.make();
+    const Support sup = combo_supports(t.backend, t.combo, problem.shape);
+    if (!sup.ok) {
+      ch.send("skip", {t.combo.str() + " does not support " + problem.shape.str() + ": " + sup.reason});
+      skip = true;
+    }
+  });
+  if (skip) return;
+
+  const TrialOptions& o = t.options;
+  auto faults_at = [&](Stage s) {
+    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds))
+      ch.send("note", {note});
+  };
+  std::unique_ptr<Plan> plan;
+  stage(ch, "init", [&] {
+    faults_at(Stage::Init);
+    plan = build_plan(t.backend, t.combo, problem, o.plan);
+    if (!plan) throw std::runtime_error("build_plan returned no plan");
+  });
+  ch.send("describe", {plan->describe()});
+  if (combo_has_stage(t.backend, t.combo, Stage::Tune)) {
+    stage(ch, "tune", [&] {
+      faults_at(Stage::Tune);
+      plan->tune();
+    });
+    ch.send("describe", {plan->describe()});
+  }
+  stage(ch, "warmup", [&] {
+    faults_at(Stage::Warmup);
+    for (int i = 0; i < o.warmup; ++i) {
+      plan->enqueue();
+      plan->synchronize();
+    }
+  });
+  if (combo_has_stage(t.backend, t.combo, Stage::Capture)) {
+    stage(ch, "capture", [&] {
+      faults_at(Stage::Capture);
+      plan->capture();
+    });
+    ch.send("describe", {plan->describe()});
+  }
+  stage(ch, "run", [&] {
+    faults_at(Stage::Run);
+    std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
+    for (int call = 0; call < o.runs; ++call) {
+      plan->poison_output(kPoisonBits);
+      plan->enqueue();
+      plan->synchronize();
+      plan->read_output(c.data());
+      if (call == o.runs - 1)
+        for (const auto& note : apply_output_faults(o.faults, t.combo, problem.shape, c.data(), kPoisonBits))
+          ch.send("note", {note});
+      write_file(dir + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
+      ch.send("output", {std::to_string(call)});
+    }
+    std::vector<float> g, u;
+    if (plan->read_intermediates(g, u)) {
+      write_file(dir + "/g.f32", g.data(), g.size() * 4);
+      write_file(dir + "/u.f32", u.data(), u.size() * 4);
+      ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
+    }
+  });
+  stage(ch, "teardown", [&] { plan.reset(); });
+}
+
+}  // namespace
+
+int child_main(const std::string& encoded) {
+  setpgid(0, 0);  // own process group: the parent kills the whole group on a timeout
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // crash drills must not litter core files
+  int fd = -1;
+  std::string dir;
+  bool probe = false;
+  TrialSpec spec;
+  try {
+    spec = decode_trial(encoded, &fd, &dir, &probe);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "harness child: %s\n", e.what());
+    return 2;
+  }
+  if (fd < 0) return 2;
+  Channel ch(fd);
+  try {
+    child_body(ch, spec, dir, probe);
+    ch.send("done");
+  } catch (const InputError& e) {
+    ch.send("error", {std::string("InputError: ") + e.what()});
+  } catch (const std::exception& e) {
+    ch.send("error", {e.what()});
+  } catch (...) {
+    ch.send("error", {"unknown exception"});
+  }
+  std::fflush(nullptr);
+  _exit(0);  // skip static destructors (driver teardown is not part of any trial)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent side.
+
+namespace {
+
+std::string signal_text(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGINT: return "SIGINT";
+    case SIGSYS: return "SIGSYS";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::string one_decimal(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", s);
+  return buf;
+}
+
+// The last `max_lines` lines of a log file.
+std::string log_tail(const std::string& path, size_t max_lines = 12) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4000);
+  f.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::vector<std::string> lines;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) lines.push_back(line);
+  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // a partial first line
+  std::string out;
+  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i)
+    out += (out.empty() ? "" : "\n") + lines[i];
+  return out;
+}
+
+}  // namespace
+
+TrialRunner::TrialRunner(std::string exe) : exe_(std::move(exe)) {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/nvfp4-harness-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data()))
+    throw std::runtime_error("cannot create a private temporary directory under " + tmpl + ": " +
+                             std::strerror(errno));
+  tmp_ = buf.data();
+}
+
+TrialRunner::~TrialRunner() {
+  std::error_code ec;
+  std::filesystem::remove_all(tmp_, ec);
+}
+
+ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& options) {
+  TrialSpec t;
+  t.backend = backend;
+  t.options = options;
+  t.options.faults.clear();
+  t.c.shape = Shape{1, 1, 16, 1};
+  t.c.dist = "ones";
+  return run_child(t, true);
+}
+
+ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
+  ChildReport rep;
+  const std::string dir = tmp_ + "/t" + std::to_string(counter_++);
+  if (mkdir(dir.c_str(), 0700) != 0)
+    throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+  const std::string log_path = dir + "/child.log";
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
+  const std::string encoded = encode_trial(spec, fds[1], dir, probe);
+  std::vector<std::string> args = {exe_, "--child-trial", encoded};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the harness
+    if (getppid() != parent) _exit(120);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+    }
+    fcntl(fds[1], F_SETFD, 0);  // the write end survives exec
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here: no window in which a kill(-pid) misses the group
+  ::close(fds[1]);
+  if (log_fd >= 0) ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+
+  const Budgets& b = spec.options.budget;
+  const auto trial_deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.trial));
+  std::string stage = "setup";
+  auto stage_t0 = t0;
+  auto stage_deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.of("setup")));
+  bool got_done = false, got_skip = false, got_error = false, killed = false, trial_budget_hit = false;
+  std::string skip_reason, error_message;
+  int outputs = 0;
+  size_t mid_g = 0, mid_u = 0;
+  std::string pending;
+
+  auto handle = [&](const std::string& line) {
+    const auto f = split_line(line);
+    const std::string& kind = f[0];
+    const auto now = Clock::now();
+    if (kind == "enter" && f.size() > 1) {
+      stage = f[1];
+      stage_t0 = now;
+      stage_deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.of(stage)));
+      rep.stages.push_back({stage, 0.0, false});
+    } else if (kind == "leave" && f.size() > 2) {
+      for (auto& s : rep.stages)
+        if (s.stage == f[1] && !s.completed) {
+          s.seconds = std::atof(f[2].c_str());
+          s.completed = true;
+        }
+    } else if (kind == "describe" && f.size() > 1) {
+      rep.describe = f[1];
+    } else if (kind == "note" && f.size() > 1) {
+      rep.notes.push_back(f[1]);
+    } else if (kind == "skip") {
+      got_skip = true;
+      skip_reason = f.size() > 1 ? f[1] : "";
+    } else if (kind == "error") {
+      got_error = true;
+      error_message = f.size() > 1 ? f[1] : "";
+    } else if (kind == "output") {
+      ++outputs;
+    } else if (kind == "intermediates" && f.size() > 2) {
+      rep.have_intermediates = true;
+      mid_g = size_t(std::atoll(f[1].c_str()));
+      mid_u = size_t(std::atoll(f[2].c_str()));
+    } else if (kind == "available") {
+      rep.available = true;
+    } else if (kind == "done") {
+      got_done = true;
+    }
+  };
+
+  for (;;) {
+    const auto now = Clock::now();
+    const auto deadline = std::min(stage_deadline, trial_deadline);
+    if (now >= deadline) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      killed = true;
+      trial_budget_hit = trial_deadline <= stage_deadline;
+      break;
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    struct pollfd p = {fds[0], POLLIN, 0};
+    const int r = ::poll(&p, 1, int(std::min<int64_t>(ms, 1000)));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+    if (r == 0) continue;  // re-check the deadline
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      break;
+    }
+    if (n == 0) break;  // EOF: the child exited (or closed its end)
+    pending.append(buf, size_t(n));
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      handle(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
+    }
+  }
+  ::close(fds[0]);
+  const auto end_of_talk = Clock::now();
+
+  // Reap the child. After its pipe closed it has little left to do; give it a grace period.
+  int status = 0;
+  if (killed) {
+    waitpid(pid, &status, 0);
+  } else {
+    const auto grace_end = Clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      const pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      if (w < 0 && errno != EINTR) break;
+      if (Clock::now() >= grace_end) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        rep.notes.push_back("child did not exit within 10 s after its last message; killed");
+        break;
+      }
+      usleep(2000);
+    }
+  }
+  rep.wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  rep.stage = stage;
+  rep.stage_elapsed = std::chrono::duration<double>(end_of_talk - stage_t0).count();
+  for (auto& s : rep.stages)
+    if (!s.completed) s.seconds = std::chrono::duration<double>(end_of_talk - stage_t0).count();
+
+  if (killed) {
+    rep.outcome = Outcome::Timeout;
+    const double elapsed = rep.stage_elapsed;
+    if (trial_budget_hit)
+      rep.message = "trial exceeded its budget of " + one_decimal(b.trial) + " s (in stage " + stage +
+                    " after " + one_decimal(elapsed) + " s); process group killed";
+    else
+      rep.message = "stage " + stage + " exceeded its budget of " + one_decimal(b.of(stage)) +
+                    " s (killed after " + one_decimal(elapsed) + " s)";
+  } else if (WIFSIGNALED(status)) {
+    rep.outcome = Outcome::Crash;
+    rep.message = signal_text(WTERMSIG(status)) + " in stage " + stage;
+    rep.child_log = log_tail(log_path);
+  } else if (got_error) {
+    rep.outcome = Outcome::Error;
+    rep.message = error_message;
+    rep.child_log = log_tail(log_path);
+  } else if (got_skip) {
+    rep.outcome = Outcome::Skip;
+    rep.message = skip_reason;
+  } else if (got_done && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    rep.outcome = Outcome::Pass;  // completed: outputs to check
+  } else {
+    rep.outcome = Outcome::Error;
+    rep.message = "child exited with status " +
+                  std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " in stage " + stage +
+                  " without reporting why";
+    rep.child_log = log_tail(log_path);
+  }
+
+  if (rep.outcome == Outcome::Pass && !probe) {
+    const int64_t elems = spec.c.from_dir() ? -1 : spec.c.shape.c_elems();
+    for (int i = 0; i < outputs; ++i) {
+      const std::string path = dir + "/out" + std::to_string(i) + ".f16";
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0 || st.st_size % 2 != 0 ||
+          (elems >= 0 && st.st_size != elems * 2)) {
+        rep.outcome = Outcome::Error;
+        rep.message = "output file of call " + std::to_string(i + 1) + " is missing or has the wrong size";
+        break;
+      }
+      std::vector<uint16_t> c(size_t(st.st_size / 2));
+      read_file(path, c.data(), c.size() * 2);
+      rep.outputs.push_back(std::move(c));
+    }
+    if (rep.have_intermediates) {
+      rep.g.resize(mid_g);
+      rep.u.resize(mid_u);
+      if (!read_file(dir + "/g.f32", rep.g.data(), mid_g * 4) ||
+          !read_file(dir + "/u.f32", rep.u.data(), mid_u * 4)) {
+        rep.have_intermediates = false;
+        rep.notes.push_back("intermediates announced but unreadable");
+      }
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return rep;
+}
+
+TrialResult TrialRunner::run(const TrialSpec& spec, ReferenceCache& cache) {
+  return evaluate_trial(spec, run_child(spec), cache);
+}
+
+TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
+  TrialResult r;
+  r.spec = spec;
+  r.outcome = child.outcome;
+  r.stage = child.stage;
+  r.stage_elapsed = child.stage_elapsed;
+  r.message = child.message;
+  r.stages = child.stages;
+  r.describe = child.describe;
+  r.notes = child.notes;
+  r.child_log = child.child_log;
+  r.wall = child.wall;
+  if (child.outcome != Outcome::Pass) return r;
+
+  const auto info = cache.get(spec.c);
+  r.spec.c.shape = info->ref.shape;
+  r.degenerate = info->degeneracy.degenerate();
+  r.degeneracy = info->degeneracy.describe();
+  r.warnings = info->warnings;
+  const int64_t elems = info->ref.shape.c_elems();
+  const int calls = int(child.outputs.size());
+  if (calls != spec.options.runs) {
+    r.outcome = Outcome::Error;
+    r.stage = "run";
+    r.message = "the child reported " + std::to_string(calls) + " outputs; expected " +
+                std::to_string(spec.options.runs);
+    return r;
+  }
+  for (const auto& out : child.outputs)
+    if (int64_t(out.size()) != elems) {
+      r.outcome = Outcome::Error;
+      r.stage = "run";
+      r.message = "output has " + std::to_string(out.size()) + " elements; the case has " +
+                  std::to_string(elems);
+      return r;
+    }
+
+  r.compared = true;
+  std::vector<int> failing;
+  for (int i = 0; i < calls; ++i) {
+    Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.outputs[i].data(),
+                                  child.have_intermediates ? &child.g : nullptr,
+                                  child.have_intermediates ? &child.u : nullptr, i + 1);
+    r.over_per_call.push_back(c.over_tolerance);
+    if (!c.pass()) failing.push_back(i + 1);
+    const bool better = r.cmp_call == 0 || c.over_tolerance > r.cmp.over_tolerance ||
+                        (c.over_tolerance == r.cmp.over_tolerance && r.cmp.over_tolerance == 0 &&
+                         c.max_ulp > r.cmp.max_ulp);
+    if (better) {
+      r.cmp = std::move(c);
+      r.cmp_call = i + 1;
+    }
+  }
+  if (failing.empty()) {
+    r.outcome = Outcome::Pass;
+    r.stage.clear();
+    return r;
+  }
+  r.outcome = Outcome::Fail;
+  r.stage = "run";
+  r.stage_elapsed = r.stage_seconds("run");
+  std::string which;
+  for (int f : failing) which += (which.empty() ? "" : ",") + std::to_string(f);
+  std::ostringstream m;
+  m << (failing.size() == 1 ? "call " : "calls ") << which << " of " << calls << ": "
+    << r.cmp.over_tolerance << " of " << r.cmp.elements << " elements over tolerance";
+  std::vector<std::string> kinds;
+  if (r.cmp.poisoned) kinds.push_back(std::to_string(r.cmp.poisoned) + " unwritten");
+  if (r.cmp.nan_mismatch) kinds.push_back(std::to_string(r.cmp.nan_mismatch) + " NaN mismatch");
+  if (r.cmp.inf_mismatch) kinds.push_back(std::to_string(r.cmp.inf_mismatch) + " inf mismatch");
+  if (!kinds.empty()) {
+    m << " (";
+    for (size_t i = 0; i < kinds.size(); ++i) m << (i ? ", " : "") << kinds[i];
+    m << ")";
+  }
+  if (failing.size() == 1 && calls > 1) m << " (other calls pass)";
+  r.message = m.str();
+  return r;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,134 @@
+// trial.hpp — one trial in one child process, with stage watchdogs (DESIGN §3, issue 3).
+//
+// A trial is (backend, combination, case, options). The parent (TrialRunner) fork+execs its own
+// binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
+// group, runs the stages and reports over a pipe, one line per message:
+//   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
+//   | output CALL | intermediates | available | done
+// Stages: setup (the harness builds the inputs; checks availability and support), init
+// (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
+// when the combination adds it), run (R checked calls), teardown (the plan is destroyed). Before
+// every checked call the output is poisoned with kPoisonBits; every call's output is written to a
+// file in the trial's private directory and checked by the parent against the exact reference.
+// The parent polls the pipe against the current stage's deadline and the trial's; past either it
+// kills the child's whole process group (TIMEOUT, naming the stage). A signal is CRASH, an
+// exception ERROR, an unsupported backend or shape SKIP. The parent never touches a device.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cases.hpp"
+#include "compare.hpp"
+#include "faults.hpp"
+#include "plan.hpp"
+#include "registry.hpp"
+
+namespace nvfp4 {
+
+enum class Outcome { Pass, Fail, Error, Crash, Timeout, Skip, Blocked };
+const char* outcome_name(Outcome o);  // "PASS", "FAIL", ...
+// FAIL, ERROR, CRASH, TIMEOUT and BLOCKED are verification failures (exit code 1).
+inline bool is_failure(Outcome o) { return o != Outcome::Pass && o != Outcome::Skip; }
+
+// Watchdog budgets in seconds. setup and teardown (the harness's own work around the path) use
+// the init budget.
+struct Budgets {
+  double init = 60, tune = 30, warmup = 30, capture = 30, run = 60;
+  double trial = 300;
+  double of(const std::string& stage) const;
+};
+
+struct TrialOptions {
+  int warmup = 3;             // eager calls in stage warmup
+  int runs = 3;               // checked calls in stage run
+  Budgets budget;
+  PlanOptions plan;           // tune cache dir, tune reps, tune time budget
+  std::vector<Fault> faults;
+  double slow_seconds = 2.0;  // what the `slow` fault sleeps
+};
+
+struct TrialSpec {
+  std::string backend;
+  Combo combo;
+  CaseSpec c;
+  TrialOptions options;
+};
+
+struct StageTime {
+  std::string stage;
+  double seconds = 0;
+  bool completed = false;  // false: the trial ended inside it
+};
+
+struct TrialResult {
+  TrialSpec spec;
+  Outcome outcome = Outcome::Error;
+  std::string stage;          // the stage the trial ended in (for non-PASS outcomes)
+  double stage_elapsed = 0;   // seconds spent in that stage
+  std::string message;        // the reason / error / failure summary
+  std::vector<StageTime> stages;
+  std::string describe;       // the plan's own description
+  std::vector<std::string> notes;  // fault drills that fired, teardown anomalies
+  std::string child_log;      // tail of the child's stderr (ERROR / CRASH)
+  double wall = 0;            // whole trial, seconds
+
+  // Comparison (completed trials): the primary call (the worst failing, else the one with the
+  // largest ULP distance) and the over-tolerance count of each call.
+  bool compared = false;
+  Comparison cmp;
+  int cmp_call = 0;
+  std::vector<int64_t> over_per_call;
+  bool degenerate = false;
+  std::string degeneracy;
+  std::vector<std::string> warnings;
+  std::string blocked_by;     // BLOCKED: the failing sub-combination(s)
+
+  double stage_seconds(const std::string& name) const;  // -1 when absent
+};
+
+// The child's raw report, before comparison.
+struct ChildReport {
+  Outcome outcome = Outcome::Error;  // Pass here means "completed; outputs to check"
+  std::string stage, message, describe, child_log;
+  double stage_elapsed = 0, wall = 0;
+  std::vector<StageTime> stages;
+  std::vector<std::string> notes;
+  std::vector<std::vector<uint16_t>> outputs;  // one per checked call
+  bool have_intermediates = false;
+  std::vector<float> g, u;
+  bool available = false;  // probe: the backend said yes
+};
+
+class TrialRunner {
+ public:
+  // `exe`: the harness binary to exec for children (default: this process's own binary).
+  explicit TrialRunner(std::string exe = "/proc/self/exe");
+  ~TrialRunner();
+  TrialRunner(const TrialRunner&) = delete;
+  TrialRunner& operator=(const TrialRunner&) = delete;
+
+  // Runs the trial's child and collects its report (no comparison).
+  ChildReport run_child(const TrialSpec& spec, bool probe = false);
+  // A probe child: does Backend::available() say yes? (outcome SKIP with the reason if not.)
+  ChildReport probe(const std::string& backend, const TrialOptions& options);
+  // The whole trial: child, then comparison of every call against the cached reference.
+  TrialResult run(const TrialSpec& spec, ReferenceCache& cache);
+
+ private:
+  std::string exe_, tmp_;
+  int counter_ = 0;
+};
+
+// Turns a child's report into a trial result (comparison against the reference when completed).
+TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache);
+
+// The child side: `harness --child-trial SPEC` (main calls this before parsing options).
+int child_main(const std::string& encoded);
+
+// SPEC encoding (exposed for tests): key=value lines, values percent-escaped.
+std::string encode_trial(const TrialSpec& spec, int fd, const std::string& dir, bool probe);
+TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool* probe);
+
+}  // namespace nvfp4

@@ -1,0 +1,290 @@
+// test_compare.cpp — the fp16 ordered line and ULP distance (exhaustively), the derived tolerance on
+// constructed cases, and the per-trial metrics of compare_output.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "compare.hpp"
+#include "formats.hpp"
+
+using namespace nvfp4;
+
+namespace {
+
+float silu_f32(float x) { return x / (1.0f + std::exp(-x)); }
+
+// A reference for one row of `n` elements, built from given exact G, U and abs sums.
+ReferenceResult make_ref(int64_t K, const std::vector<double>& g, const std::vector<double>& u,
+                         const std::vector<double>& sg, const std::vector<double>& su) {
+  ReferenceResult r;
+  r.shape = Shape{1, int64_t(g.size()), K, 1};
+  r.g = g;
+  r.u = u;
+  r.g_abs = sg;
+  r.u_abs = su;
+  const Tolerance t(K, 1.0f, 1.0f);
+  for (size_t i = 0; i < g.size(); ++i) r.c.push_back(fp16_from_double(t.exact_output(g[i], u[i])));
+  return r;
+}
+
+// Random NVFP4-like terms: E2M1 value times E4M3-like scale, products exact in fp32 and double.
+struct Terms {
+  std::vector<float> t;
+  double exact = 0, abs_sum = 0;
+};
+Terms random_terms(std::mt19937_64& rng, int64_t K, double scale_spread) {
+  static const float mags[] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  Terms x;
+  std::uniform_int_distribution<int> code(0, 15), ex(-int(scale_spread), int(scale_spread));
+  for (int64_t k = 0; k < K; ++k) {
+    const int a = code(rng), b = code(rng);
+    const float va = (a & 8 ? -1.f : 1.f) * mags[a & 7], vb = (b & 8 ? -1.f : 1.f) * mags[b & 7];
+    const float s = std::ldexp(1.0f, ex(rng)) * 1.25f;  // 1.25 * 2^e: an E4M3 value
+    const float term = va * vb * s;
+    x.t.push_back(term);
+    x.exact += double(term);  // exact: multiples of 2^-k far from 53 bits
+    x.abs_sum += std::fabs(double(term));
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("fp16 ordered line: exhaustive over all 65536 patterns") {
+  std::vector<uint16_t> finite;
+  for (uint32_t b = 0; b < 65536; ++b)
+    if (!fp16_is_nan(uint16_t(b))) finite.push_back(uint16_t(b));
+  std::sort(finite.begin(), finite.end(), [](uint16_t a, uint16_t b) {
+    return fp16_to_double(a) < fp16_to_double(b);
+  });
+  // Strictly increasing with value, except +0 and -0 which share 0.
+  for (size_t i = 1; i < finite.size(); ++i) {
+    const double va = fp16_to_double(finite[i - 1]), vb = fp16_to_double(finite[i]);
+    if (va == vb) {
+      CHECK(fp16_ordered(finite[i - 1]) == fp16_ordered(finite[i]));
+      CHECK(va == 0.0);
+    } else {
+      CHECK(fp16_ordered(finite[i]) == fp16_ordered(finite[i - 1]) + 1);
+      CHECK(fp16_ulp_distance(finite[i], finite[i - 1]) == 1);
+    }
+  }
+  CHECK(fp16_ordered(0x7C00) == 0x7C00);
+  CHECK(fp16_ulp_distance(0x7BFF, 0x7C00) == 1);   // 65504 to +inf
+  CHECK(fp16_ulp_distance(0x0001, 0x8001) == 2);   // across zero
+  CHECK(fp16_ulp_distance(0x8000, 0x0000) == 0);
+}
+
+TEST_CASE("fp16_ulp_at is the spacing of fp16 values, for every finite positive pattern") {
+  for (uint16_t b = 0; b < 0x7BFF; ++b) {
+    const double v = fp16_to_double(b), next = fp16_to_double(uint16_t(b + 1));
+    INFO("pattern " << b);
+    CHECK(fp16_ulp_at(v) == next - v);
+    CHECK(fp16_ulp_at(-v) == next - v);
+  }
+  CHECK(fp16_ulp_at(1e9) == 32.0);
+}
+
+TEST_CASE("ULP histogram buckets") {
+  CHECK(ulp_bucket(0) == 0);
+  CHECK(ulp_bucket(1) == 1);
+  CHECK(ulp_bucket(2) == 2);
+  CHECK(ulp_bucket(3) == 3);
+  CHECK(ulp_bucket(4) == 3);
+  CHECK(ulp_bucket(5) == 4);
+  CHECK(ulp_bucket(8) == 4);
+  CHECK(ulp_bucket(9) == 5);
+  CHECK(ulp_bucket(63488) == kUlpBuckets - 1);
+  CHECK(ulp_bucket_label(3) == "3-4");
+  CHECK(ulp_bucket_label(4) == "5-8");
+  CHECK(ulp_bucket_label(kUlpBuckets - 1) == "32769-65536");
+}
+
+TEST_CASE("tolerance: correct fp32 computations pass, in any summation order") {
+  std::mt19937_64 rng(20261121);
+  for (int64_t K : {16, 160, 4096, 7168}) {
+    const Tolerance tol(K, 1.0f, 1.0f);
+    int checked = 0;
+    for (int e = 0; e < 300; ++e) {
+      const Terms g = random_terms(rng, K, 6), u = random_terms(rng, K, 6);
+      // Three fp32 orders: forward, backward, and blocked partial sums (as tiled kernels do).
+      float gf = 0, uf = 0, gb = 0, ub = 0;
+      for (int64_t k = 0; k < K; ++k) gf += g.t[k], uf += u.t[k];
+      for (int64_t k = K - 1; k >= 0; --k) gb += g.t[k], ub += u.t[k];
+      float gp = 0, up = 0;
+      for (int64_t k0 = 0; k0 < K; k0 += 64) {
+        float pg = 0, pu = 0;
+        for (int64_t k = k0; k < std::min<int64_t>(K, k0 + 64); ++k) pg += g.t[k], pu += u.t[k];
+        gp += pg, up += pu;
+      }
+      for (auto [gg, uu] : {std::pair<float, float>{gf, uf}, {gb, ub}, {gp, up}}) {
+        const uint16_t got = fp16_from_float(silu_f32(gg) * uu);
+        const auto v = tol.judge(got, g.exact, u.exact, g.abs_sum, u.abs_sum);
+        INFO("K " << K << " G " << g.exact << " U " << u.exact << " got " << fp16_to_double(got)
+                  << " exact " << v.exact << " err " << v.err << " bound " << v.bound);
+        CHECK(v.ok);
+        ++checked;
+      }
+    }
+    CHECK(checked == 900);
+  }
+}
+
+TEST_CASE("tolerance: 2 fp16 ulps off on a well-conditioned element fails") {
+  // 16 same-sign terms: S = |G|, so the accumulation allowance is tiny; only rounding remains.
+  const int64_t K = 16;
+  const Tolerance tol(K, 1.0f, 1.0f);
+  for (double g : {1.5, -2.25, 0.75, 7.0}) {
+    for (double u : {3.0, -0.5, 11.0}) {
+      const uint16_t right = fp16_from_double(tol.exact_output(g, u));
+      CHECK(tol.judge(right, g, u, std::fabs(g), std::fabs(u)).ok);
+      for (int d : {2, -2, 3, 16}) {
+        const uint16_t wrong = uint16_t(right + d);  // same sign, same binade neighbourhood
+        INFO("g " << g << " u " << u << " right " << fp16_to_double(right) << " wrong " << fp16_to_double(wrong));
+        CHECK_FALSE(tol.judge(wrong, g, u, std::fabs(g), std::fabs(u)).ok);
+      }
+    }
+  }
+}
+
+TEST_CASE("tolerance: cancellation near zero (G ~ 0 with a large sum of |terms|) is no false alarm") {
+  // Large terms cancel; fp32 sums in different orders disagree far beyond a relative tolerance
+  // on |G|, but stay within gamma * S.
+  std::mt19937_64 rng(7);
+  const int64_t K = 4096;
+  const Tolerance tol(K, 1.0f, 1.0f);
+  int big_relative_error = 0;
+  for (int e = 0; e < 200; ++e) {
+    std::vector<float> t;
+    std::uniform_real_distribution<double> pick(0, 1);
+    double exact = 0, s = 0;
+    for (int64_t k = 0; k < K / 2; ++k) {
+      const float big = std::ldexp(1.0f + std::floor(float(pick(rng) * 8)) / 8, 10 + int(pick(rng) * 6));
+      const float small = std::ldexp(float(int(pick(rng) * 17) - 8), -6);  // symmetric: G stays near 0
+      t.push_back(big + small);  // exact in fp32: 4 + 4 significant bits 16 binades apart
+      t.push_back(-big);
+    }
+    std::shuffle(t.begin(), t.end(), rng);
+    for (float x : t) exact += double(x), s += std::fabs(double(x));
+    float gf = 0;
+    for (float x : t) gf += x;
+    const double u = 2.0;  // a well-conditioned U
+    const uint16_t got = fp16_from_float(silu_f32(gf) * 2.0f);
+    const auto v = tol.judge(got, exact, u, s, std::fabs(u));
+    INFO("exact G " << exact << " fp32 " << gf << " S " << s);
+    CHECK(v.ok);
+    if (std::fabs(double(gf) - exact) > 1e-2 * std::fabs(exact) + 1e-3) ++big_relative_error;
+  }
+  // The case is genuinely ill-conditioned: a relative check on G would have raised false alarms.
+  CHECK(big_relative_error > 150);  // 191 of the 200 draws with this seed
+}
+
+TEST_CASE("tolerance: overflow to inf, clamping, NaN") {
+  const int64_t K = 16;
+  const Tolerance tol(K, 1.0f, 1.0f);
+  // Exact c = silu(300) * 300 = 90000: beyond fp16, the reference is +inf.
+  CHECK(tol.judge(0x7C00, 300, 300, 300, 300).ok);
+  CHECK_FALSE(tol.judge(0x7BFF, 300, 300, 300, 300).ok);  // clamping to 65504 is wrong
+  CHECK_FALSE(tol.judge(0xFC00, 300, 300, 300, 300).ok);  // wrong sign
+  // Exact c = -90000: -inf.
+  CHECK(tol.judge(0xFC00, 300, -300, 300, 300).ok);
+  // Exact c = 250 * 250 = 62500 (finite): inf only if the allowance reached 65520; it does not.
+  CHECK_FALSE(tol.judge(0x7C00, 250, 250, 250, 250).ok);
+  CHECK(tol.judge(fp16_from_double(tol.exact_output(250, 250)), 250, 250, 250, 250).ok);
+  // NaN only where the reference is NaN.
+  const double nan = std::nan("");
+  CHECK(tol.judge(0x7E00, nan, 1, nan, 1).ok);
+  CHECK_FALSE(tol.judge(0x3C00, nan, 1, nan, 1).ok);
+  CHECK_FALSE(tol.judge(0x7E00, 1, 1, 1, 1).ok);
+}
+
+TEST_CASE("tolerance: alpha scales the allowance and the exact value") {
+  const Tolerance t1(16, 1.0f, 1.0f), t2(16, 0.5f, 4.0f);
+  CHECK(t2.exact_output(2, 3) == doctest::Approx(t1.exact_output(1, 12)));
+  CHECK(t2.epilogue_bound(2, 3, 2, 3) > 0);
+}
+
+TEST_CASE("compare_output: counters, worst indices, GPU MODE check, attribution") {
+  // One row of 6 elements, K = 16; exact G, U with S = |G| (no accumulation slack).
+  const std::vector<double> g = {1, 2, -1, 0.5, 3, 1.5}, u = {2, 2, 4, -1, 1, 8};
+  std::vector<double> sg, su;
+  for (double x : g) sg.push_back(std::fabs(x));
+  for (double x : u) su.push_back(std::fabs(x));
+  const ReferenceResult ref = make_ref(16, g, u, sg, su);
+  std::vector<uint16_t> out = ref.c;
+
+  SUBCASE("the reference itself passes with 0 ulp") {
+    const Comparison c = compare_output(ref, 1, 1, out.data(), nullptr, nullptr);
+    CHECK(c.pass());
+    CHECK(c.max_ulp == 0);
+    CHECK(c.ulp_hist[0] == 6);
+    CHECK(c.gpumode_pass());
+    CHECK(c.attribution == "none");
+  }
+  SUBCASE("each kind of error is counted once, with its index") {
+    out[1] = kPoisonBits;              // unwritten
+    out[2] = 0x7E00;                   // NaN where the reference is finite
+    out[4] = uint16_t(out[4] + 40);    // 40 ulps off
+    const Comparison c = compare_output(ref, 1, 1, out.data(), nullptr, nullptr, 3);
+    CHECK_FALSE(c.pass());
+    CHECK(c.over_tolerance == 3);
+    CHECK(c.poisoned == 1);
+    CHECK(c.nan_mismatch == 1);
+    CHECK(c.inf_mismatch == 0);
+    CHECK(c.max_ulp == 40);
+    CHECK(c.ulp_hist[ulp_bucket(40)] == 1);
+    REQUIRE(c.first_poisoned.size() == 1);
+    CHECK(c.first_poisoned[0].n == 1);
+    CHECK(c.first_poisoned[0].call == 3);
+    REQUIRE(c.worst.size() == 2);
+    CHECK(c.worst[0].n == 2);  // NaN mismatch ranks first
+    CHECK(c.worst[1].n == 4);
+    CHECK(c.gpumode_mismatch == 3);
+    CHECK(c.attribution == "unknown");
+    CHECK(c.attribution_detail == "unknown (path exposes no intermediates)");
+  }
+  SUBCASE("GPU MODE's check is looser than ours for large values") {
+    // c = silu(1.5)*8 ~ 9.81: 2 ulps = 0.0156 > 1e-3 + 1e-3*9.81, so both checks reject it.
+    out[5] = uint16_t(out[5] + 2);
+    // c = silu(1)*2 ~ 1.46: 2 ulps = 0.00195 <= 1e-3 + 1e-3*1.46: GPU MODE's check accepts it.
+    out[0] = uint16_t(out[0] + 2);
+    const Comparison c = compare_output(ref, 1, 1, out.data(), nullptr, nullptr);
+    CHECK(c.over_tolerance == 2);
+    CHECK(c.gpumode_mismatch == 1);
+  }
+  SUBCASE("attribution with intermediates: GEMM error vs epilogue error") {
+    std::vector<float> gh(g.begin(), g.end()), uh(u.begin(), u.end());
+    out[3] = uint16_t(out[3] + 5);
+    Comparison c = compare_output(ref, 1, 1, out.data(), &gh, &uh);
+    CHECK(c.attribution == "epilogue");
+    CHECK(c.g_out_of_bound == 0);
+    gh[3] = 0.75f;  // G itself is wrong at the failing element
+    c = compare_output(ref, 1, 1, out.data(), &gh, &uh);
+    CHECK(c.attribution == "gemm");
+    CHECK(c.g_out_of_bound == 1);
+    CHECK(c.u_out_of_bound == 0);
+  }
+}
+
+TEST_CASE("degenerate references and suspicious scales are flagged") {
+  std::vector<uint16_t> c(10, 0x3C00);
+  CHECK_FALSE(assess_reference(c).degenerate());
+  for (int i = 0; i < 6; ++i) c[i] = i % 2 ? 0x7C00 : 0x8000;  // inf and -0
+  const Degeneracy d = assess_reference(c);
+  CHECK(d.degenerate());
+  CHECK(d.inf == 3);
+  CHECK(d.zero == 3);
+
+  Problem p = Problem::zeros(Shape{2, 3, 32, 1});
+  CHECK(scan_scales(p).empty());
+  p.sfa[3] = 0x7F;   // NaN: row 1, block 1
+  p.sfb2[0] = 0xB8;  // negative (-1.0)
+  const auto w = scan_scales(p);
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].find("SFA: 1 NaN") == 0);
+  CHECK(w[0].find("row=1 block=1") != std::string::npos);
+  CHECK(w[1].find("SFB2: 1 negative") == 0);
+}
