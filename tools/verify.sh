@@ -4,4 +4,4 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/tools/bootstrap.sh" build
-exec "$here/build/harness" --verify all "$@"
+exec "$here/build/harness/harness" --verify all "$@"

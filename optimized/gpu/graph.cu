@@ -1,0 +1,110 @@
+// graph.cu — the "graph" optimization (gpu backend): capture one call's whole launch sequence
+// into a CUDA graph once (stage `capture`) and replay it with a single cudaGraphLaunch per call.
+//
+// It wraps any plan whose base() is a GpuPlan (plain, fused, with or without autotune), so it
+// composes: autotune (an inner wrapper, lower order) has chosen its candidate before capture;
+// the fused variant derives from GpuPlan. Rules it relies on (gpu_plan.hpp): the inner enqueue()
+// issues work only on the base plan's stream and allocates, synchronizes and queries nothing, so
+// it is capturable. Before capture() (stage warmup) calls run eagerly; after it they replay.
+// Changing the inner configuration after capture (select) is refused: the graph would replay the
+// old one.
+#include <string>
+
+#include "gpu_plan.hpp"
+#include "registry.hpp"
+
+namespace nvfp4::gpu {
+
+namespace {
+
+class GraphPlan final : public PlanWrapper {
+ public:
+  explicit GraphPlan(std::unique_ptr<Plan> inner) : PlanWrapper(std::move(inner)) {
+    gpu_ = gpu_base(this->inner());
+    if (!gpu_) throw std::logic_error("graph: the inner plan is not a GPU plan");
+  }
+  ~GraphPlan() override { release(); }
+
+  std::string describe() const override {
+    return inner().describe() + (exec_ ? " [CUDA graph replay, " + std::to_string(nodes_) + " nodes]"
+                                       : " [CUDA graph, not captured yet]");
+  }
+
+  void capture() override {
+    inner().capture();  // an inner wrapper with its own capture hook goes first
+    release();
+    // One eager call first: lazily loaded kernel modules and cuBLASLt's first-use setup then
+    // happen outside the capture.
+    inner().enqueue();
+    inner().synchronize();
+    cudaStream_t s = gpu_->stream();
+    NVFP4_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      inner().enqueue();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(s, &broken);  // leaves the stream usable; the error is the caller's
+      if (broken) cudaGraphDestroy(broken);
+      throw;
+    }
+    NVFP4_CUDA_CHECK(cudaStreamEndCapture(s, &graph_));
+    NVFP4_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+    NVFP4_CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &nodes_));
+    // Upload now so the first replay does not pay for it.
+    NVFP4_CUDA_CHECK(cudaGraphUpload(exec_, s));
+    inner().synchronize();
+  }
+
+  void enqueue() override {
+    if (!exec_) {
+      inner().enqueue();  // before capture: eager (warm-up calls)
+      return;
+    }
+    NVFP4_CUDA_CHECK(cudaGraphLaunch(exec_, gpu_->stream()));
+  }
+
+  void select(size_t index) override {
+    if (exec_)
+      throw std::logic_error("graph: select() after capture would be ignored by the replay; "
+                             "tune before capture");
+    inner().select(index);
+  }
+
+  double seconds_per_call(int iters) override {
+    return gpu_->time_calls(iters, [this] { enqueue(); });
+  }
+
+ private:
+  void release() noexcept {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    exec_ = nullptr;
+    graph_ = nullptr;
+  }
+
+  GpuPlan* gpu_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  size_t nodes_ = 0;
+};
+
+const bool registered = register_optimization(Optimization{
+    "gpu",
+    "graph",
+    "capture the whole per-call launch sequence once in a CUDA graph; later calls replay it",
+    OptKind::Wrapper,
+    20,
+    {Stage::Capture},
+    nullptr,
+    [](std::unique_ptr<Plan> inner, const PlanOptions&) -> std::unique_ptr<Plan> {
+      return make_graph_plan(std::move(inner));
+    },
+    nullptr});
+
+}  // namespace
+
+std::unique_ptr<Plan> make_graph_plan(std::unique_ptr<Plan> inner) {
+  return std::make_unique<GraphPlan>(std::move(inner));
+}
+
+}  // namespace nvfp4::gpu

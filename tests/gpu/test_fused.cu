@@ -1,0 +1,267 @@
+// test_fused.cu — the gpu backend's fused kernel (optimized/gpu/fused.cu, fused_kernel.cuh) and its
+// combinations with graph and autotune, in this process (so compute-sanitizer sees every kernel):
+//   * every fused combination passes the harness's derived tolerance (compare.hpp) against the
+//     exact reference on every checked call, the output poisoned before each call;
+//   * every tile configuration (autotune candidate) passes on its own;
+//   * repeated eager calls, graph replays and eager calls before capture give identical bits;
+//   * the in-kernel decoder is right for every E2M1 code times every E4M3 scale byte (NaN and
+//     negative scales included), checked through single-term dot products;
+//   * a NaN scale poisons exactly the outputs it touches; a negative scale flips signs.
+// Test cases:
+//   "small"  small and ragged shapes, L > 1, alpha != 1, K % 64 != 0 — the compute-sanitizer
+//            subset (tools/gpu_run.sh runs `test_fused -tc='small*'` under memcheck/racecheck/...);
+//   "suite"  the harness's default gpu suite (all distributions, ragged shapes, the four GPU MODE
+//            benchmark shapes) with every fused combination.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "distributions.hpp"
+#include "formats.hpp"
+#include "gpu/gpu_plan.hpp"
+#include "reference.hpp"
+#include "registry.hpp"
+#include "suite.hpp"
+
+using namespace nvfp4;
+
+namespace {
+
+const std::vector<std::string> kCombos = {"fused", "fused+graph", "autotune+fused",
+                                          "autotune+fused+graph"};
+
+std::string describe_failure(const Comparison& c) {
+  std::string s = std::to_string(c.over_tolerance) + " over tolerance, " +
+                  std::to_string(c.poisoned) + " unwritten, " + std::to_string(c.nan_mismatch) +
+                  " NaN mismatches, max ulp " + std::to_string(c.max_ulp);
+  if (!c.worst.empty()) {
+    const ElementReport& w = c.worst.front();
+    s += "; worst at l=" + std::to_string(w.l) + " m=" + std::to_string(w.m) +
+         " n=" + std::to_string(w.n) + " got " + std::to_string(fp16_to_double(w.got)) +
+         " exact " + std::to_string(w.exact);
+  }
+  return s;
+}
+
+struct Checked {
+  bool pass = true;
+  std::string message;
+  std::vector<uint16_t> first;  // output of the first checked call
+};
+
+// Runs one combination the way the harness does (init, tune, one eager call, capture, `runs`
+// checked calls); `tile` >= 0 selects that candidate before anything runs (combinations
+// without autotune only).
+Checked run_combo(const std::string& combo_text, const Problem& p, const ReferenceResult& ref,
+                  int tile = -1, int runs = 3) {
+  Checked out;
+  const Combo combo = Combo::parse(combo_text);
+  const Support sup = combo_supports("gpu", combo, p.shape);
+  REQUIRE_MESSAGE(sup.ok, combo_text << " unsupported for " << p.shape.str() << ": " << sup.reason);
+  PlanOptions opts;
+  opts.tune_budget_s = 0.5;
+  opts.tune_reps = 3;
+  std::unique_ptr<Plan> plan = build_plan("gpu", combo, p, opts);
+  if (tile >= 0) plan->select(size_t(tile));
+  if (combo_has_stage("gpu", combo, Stage::Tune)) plan->tune();
+  std::vector<uint16_t> eager(size_t(p.shape.c_elems())), got(eager.size());
+  plan->poison_output(kPoisonBits);
+  plan->enqueue();
+  plan->read_output(eager.data());
+  const bool graph = combo_has_stage("gpu", combo, Stage::Capture);
+  if (graph) plan->capture();
+  for (int call = 1; call <= runs; ++call) {
+    plan->poison_output(kPoisonBits);
+    plan->enqueue();
+    plan->read_output(got.data());
+    const Comparison c = compare_output(ref, p.alpha1, p.alpha2, got.data(), nullptr, nullptr, call);
+    if (!c.pass()) {
+      out.pass = false;
+      out.message = combo_text + " [" + plan->describe() + "] call " + std::to_string(call) +
+                    ": " + describe_failure(c);
+      return out;
+    }
+    if (got != eager) {
+      out.pass = false;
+      out.message = combo_text + " call " + std::to_string(call) +
+                    (graph ? ": graph replay differs from the eager call" : ": differs from call 1");
+      return out;
+    }
+  }
+  out.first = eager;
+  return out;
+}
+
+void check_case(const Problem& p, const std::string& name, bool every_tile) {
+  ReferenceOptions ro;
+  ro.abs_sums = true;
+  const ReferenceResult ref = compute_reference(p, ro);
+  std::map<std::string, std::vector<uint16_t>> outputs;
+  for (const auto& combo : kCombos) {
+    CAPTURE(name);
+    CAPTURE(combo);
+    const Checked r = run_combo(combo, p, ref);
+    CHECK_MESSAGE(r.pass, name << ": " << r.message);
+    outputs[combo] = r.first;
+  }
+  // Graph changes how a call is issued, not what it computes: same tile, same bits.
+  CHECK_MESSAGE(outputs["fused+graph"] == outputs["fused"], name << ": graph bits differ");
+  if (every_tile) {
+    auto plan = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{});
+    const size_t n = plan->candidates().size();
+    for (size_t t = 0; t < n; ++t) {
+      const Checked r = run_combo("fused", p, ref, int(t), 2);
+      CHECK_MESSAGE(r.pass, name << " tile " << plan->candidates()[t] << ": " << r.message);
+    }
+  }
+}
+
+bool have_fused() {
+  const Backend* be = Registry::instance().backend("gpu");
+  REQUIRE(be);
+  const Support s = be->available();
+  if (!s.ok) {
+    MESSAGE("gpu backend unavailable: " << s.reason);
+    return false;
+  }
+  const Support f = combo_supports("gpu", Combo::parse("fused"), Shape::parse("16x16x16"));
+  if (!f.ok) MESSAGE("fused unsupported here: " << f.reason);
+  return f.ok;
+}
+
+// Runs plan "fused" with tile `tile` once and returns the output.
+std::vector<uint16_t> run_fused(const Problem& p, int tile) {
+  auto plan = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{});
+  plan->select(size_t(tile));
+  std::vector<uint16_t> c(size_t(p.shape.c_elems()));
+  plan->poison_output(kPoisonBits);
+  plan->enqueue();
+  plan->read_output(c.data());
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on ragged shapes") {
+  if (!have_fused()) return;
+  struct Small {
+    const char* shape;
+    const char* dist;
+    uint64_t seed;
+    float a1, a2;
+  };
+  const Small cases[] = {
+      {"1x1x16", "uniform", 2, 1.0f, 1.0f},    {"7x13x48", "edge", 3, 1.0f, 1.0f},
+      {"33x65x160", "normal", 1, 1.0f, 1.0f},  {"128x96x256x2", "normal", 4, 0.5f, 3.0f},
+      {"130x200x192x3", "gpumode", 5, 1.0f, 1.0f}, {"40x24x64", "identity", 6, 1.0f, 1.0f},
+      {"17x31x80", "ones", 7, 1.0f, 1.0f},
+  };
+  for (const auto& c : cases) {
+    Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
+    p.alpha1 = c.a1;
+    p.alpha2 = c.a2;
+    check_case(p, std::string(c.shape) + " " + c.dist + " seed " + std::to_string(c.seed), true);
+  }
+}
+
+// Row m of A holds the 16 E2M1 codes 0..15 in its first block with scale byte m (all 256 E4M3
+// patterns); the other 15 blocks are zero codes with scale 1. B1 row n and B2 row n hold the
+// single code 2 (= 1.0) at k = n with scale 1.0. So G[m, n] = U[m, n] = e2m1(n) * e4m3(m): one
+// exact term, and C = silu(G) * G checks the decode of every (code, scale) pair, NaN scales (0x7F,
+// 0xFF) and negative ones included. K = 256 takes the TMA kernel with both decoders (candidates).
+TEST_CASE("small: the in-kernel decoder, every E2M1 code times every E4M3 scale byte") {
+  if (!have_fused()) return;
+  constexpr int K = 256, kRowBytes = K / 2, kRowScales = K / 16;
+  Problem p = Problem::zeros(Shape::parse("256x16x256"));
+  for (int m = 0; m < 256; ++m) {
+    for (int j = 0; j < 8; ++j) p.a[size_t(m) * kRowBytes + j] = uint8_t((2 * j) | ((2 * j + 1) << 4));
+    p.sfa[size_t(m) * kRowScales] = uint8_t(m);
+    for (int b = 1; b < kRowScales; ++b) p.sfa[size_t(m) * kRowScales + b] = 0x38;
+  }
+  for (int n = 0; n < 16; ++n) {
+    const uint8_t code = 2;  // 1.0
+    p.b1[size_t(n) * kRowBytes + n / 2] = uint8_t((n & 1) ? code << 4 : code);
+    p.b2[size_t(n) * kRowBytes + n / 2] = uint8_t((n & 1) ? code << 4 : code);
+    for (int b = 0; b < kRowScales; ++b) {
+      p.sfb1[size_t(n) * kRowScales + b] = 0x38;  // 1.0
+      p.sfb2[size_t(n) * kRowScales + b] = 0x38;
+    }
+  }
+  // alpha2 = 2^10 lifts the tiny products (down to 2^-20) out of fp16's subnormal range.
+  p.alpha2 = 1024.0f;
+  ReferenceOptions ro;
+  ro.abs_sums = true;
+  const ReferenceResult ref = compute_reference(p, ro);
+  auto plan = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{});
+  for (size_t t = 0; t < plan->candidates().size(); ++t) {
+    const std::vector<uint16_t> c = run_fused(p, int(t));
+    const Comparison cmp = compare_output(ref, p.alpha1, p.alpha2, c.data(), nullptr, nullptr);
+    CHECK_MESSAGE(cmp.pass(), "tile " << plan->candidates()[t] << ": " << describe_failure(cmp));
+    // A direct statement of the decode, independent of the tolerance: NaN exactly where the
+    // scale is NaN, and the sign of every non-zero reference output (silu(x)*x*1024 is never
+    // negative, but the reference's rounding to fp16 may give 0 or inf, which it decides).
+    int64_t bad = 0;
+    for (int m = 0; m < 256; ++m)
+      for (int n = 0; n < 16; ++n) {
+        const size_t e = size_t(m) * 16 + n;
+        const bool nan_expected = std::isnan(e2m1_value(uint8_t(n)) * e4m3_value(uint8_t(m)));
+        if (nan_expected != fp16_is_nan(c[e])) ++bad;
+        else if (!nan_expected && (ref.c[e] & 0x7FFF) != 0 && (c[e] & 0x8000) != (ref.c[e] & 0x8000)) ++bad;
+      }
+    CHECK_MESSAGE(bad == 0, "tile " << plan->candidates()[t] << ": " << bad << " decode mismatches");
+  }
+}
+
+TEST_CASE("small: a NaN scale poisons exactly its rows/columns; a negative scale flips signs") {
+  if (!have_fused()) return;
+  Problem p = make_problem(Shape::parse("70x90x320"), "normal", 21);
+  const int64_t kb = 320 / 16;
+  p.sfa[3 * kb + 5] = 0x7F;    // A row 3, block 5: row 3 of C is NaN
+  p.sfb1[10 * kb + 19] = 0xFF; // B1 row 10, last block: column 10 of C is NaN
+  Problem q = p;
+  for (int64_t j = 0; j < kb; ++j) q.sfb2[44 * kb + j] ^= 0x80;  // B2 row 44 negated: U[:,44] flips
+  const std::vector<uint16_t> cp = run_fused(p, 2), cq = run_fused(q, 2);
+  int64_t wrong_nan = 0, wrong_sign = 0;
+  for (int m = 0; m < 70; ++m)
+    for (int n = 0; n < 90; ++n) {
+      const bool expect_nan = m == 3 || n == 10;
+      wrong_nan += fp16_is_nan(cp[size_t(m) * 90 + n]) != expect_nan;
+      if (!expect_nan) {
+        const uint16_t a = cp[size_t(m) * 90 + n], b = cq[size_t(m) * 90 + n];
+        wrong_sign += n == 44 ? (a ^ 0x8000) != b && !(a == 0 && b == 0x8000) && !(a == 0x8000 && b == 0)
+                              : a != b;
+      }
+    }
+  CHECK(wrong_nan == 0);
+  CHECK(wrong_sign == 0);
+  ReferenceOptions ro;
+  ro.abs_sums = true;
+  const Comparison c = compare_output(compute_reference(p, ro), p.alpha1, p.alpha2, cp.data(), nullptr, nullptr);
+  CHECK_MESSAGE(c.pass(), describe_failure(c));
+}
+
+TEST_CASE("small: candidates, select, tune key and describe") {
+  if (!have_fused()) return;
+  const Problem p = make_problem(Shape::parse("32x64x128"), "normal", 1);
+  auto plan = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{});
+  const auto cands = plan->candidates();
+  CHECK(cands.size() == 5);
+  CHECK_THROWS(plan->select(cands.size()));
+  const std::string key = plan->tune_key();
+  CHECK(key.find(gpu::device_info().name) != std::string::npos);
+  CHECK(key.find("32x64x128") != std::string::npos);
+  CHECK(key.find("gpu-fused") != std::string::npos);
+  CHECK(plan->describe().find("fused") != std::string::npos);
+  CHECK(plan->seconds_per_call(3) > 0);
+}
+
+TEST_CASE("suite: the default gpu suite with every fused combination") {
+  if (!have_fused()) return;
+  for (const CaseSpec& cs : default_suite("gpu")) check_case(cs.make(), cs.name(), false);
+}

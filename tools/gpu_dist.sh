@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# gpu_dist.sh — collect what tools/gpu_run.sh needs on the GPU machine into one ignored folder
+# (carried to the device machine; 64 MiB at most): the harness and every gpu test executable
+# (tests/gpu/test_*), stripped of symbols.
+#   tools/gpu_dist.sh [BUILD_DIR] [DIST_DIR]     (defaults: build-gpu, build-gpu-dist)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$here/build-gpu}
+dist=${2:-$here/build-gpu-dist}
+rm -rf "$dist"
+mkdir -p "$dist"
+cp "$build/harness/harness" "$dist/"
+for src in "$here"/tests/gpu/test_*.cpp "$here"/tests/gpu/test_*.cu; do
+  [ -e "$src" ] || continue
+  name=$(basename "${src%.*}")
+  if [ -x "$build/tests/$name" ]; then cp "$build/tests/$name" "$dist/"; else echo "gpu_dist: $name not built" >&2; fi
+done
+strip --strip-unneeded "$dist"/* 2>/dev/null || true
+chmod +x "$here/tools/gpu_run.sh"
+du -sh "$dist"
+ls -l "$dist"

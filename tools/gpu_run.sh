@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# gpu_run.sh — THE script run on the GPU machine: GPU tests, compute-sanitizer, `harness --verify
+# all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
+#
+#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify bench (default: all four)
+#
+# Environment:
+#   NVFP4_DIST   folder with the executables (default: build-gpu-dist, made by tools/gpu_dist.sh
+#                on the build machine: harness and the gpu test executables)
+#   OUT          where logs and JSON go (default: ./gpu-out); at most 8 files come back from the
+#                device machine, so each phase writes one log (+ one JSON)
+#   NVFP4_VERIFY what `harness --verify` runs (default: all, the staged lattice on the suite)
+#   NVFP4_BENCH  combinations to bench (default: plain,graph,autotune+graph, plus the fused
+#                combinations when the harness lists a gpu `fused` optimization)
+# Each step has its own time limit so one hang cannot eat the whole call; the exit code is 0
+# only when every step that ran passed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+dist=${NVFP4_DIST:-build-gpu-dist}
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(tests sanitize verify bench)
+export NVFP4_HARNESS_BIN="$here/$dist/harness"
+export NVFP4_SOURCE_DIR="$here"
+summary="$out/summary.txt"
+: > "$summary"
+status=0
+
+note() { echo "$*" | tee -a "$summary"; }
+# step NAME LIMIT LOG CMD...: runs CMD with a time limit, appends its output to LOG, records a row.
+step() {
+  local name=$1 limit=$2 log=$3; shift 3
+  local t0=$SECONDS rc
+  echo "=== $name: $* (limit ${limit}s)" >> "$log"
+  timeout --kill-after=10 "$limit" "$@" >> "$log" 2>&1
+  rc=$?
+  local verdict=PASS
+  case $rc in
+    0) ;;
+    125) verdict=SKIP ;;
+    124|137) verdict=TIMEOUT; status=1 ;;
+    *) verdict="FAIL(rc=$rc)"; status=1 ;;
+  esac
+  printf '%-44s %-12s %5ds\n' "$name" "$verdict" $((SECONDS - t0)) >> "$summary.rows"
+  echo "=== $name: $verdict rc=$rc $((SECONDS - t0))s" >> "$log"
+}
+
+: > "$summary.rows"
+{
+  echo "gpu_run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) phases: ${phases[*]}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1
+  echo "dist: $(ls "$dist" | tr '\n' ' ')"
+} | tee -a "$summary"
+
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+gpu_tests=$(ls "$dist"/test_* 2>/dev/null | sort)
+
+for phase in "${phases[@]}"; do
+  case $phase in
+    tests)
+      # Every gpu test executable that was carried (label gpu: decode, plans, harness, fused...).
+      for t in $gpu_tests; do
+        step "test $(basename "$t")" 300 "$out/tests.log" "$t" --no-colors
+      done
+      ;;
+    sanitize)
+      # Small shapes of every GPU combination, in one process so the sanitizer sees every kernel
+      # (test_plans' "small" cases: plain, graph, autotune, autotune+graph), plus the decoder test.
+      for tool in memcheck racecheck initcheck synccheck; do
+        step "sanitizer $tool test_plans[small]" 150 "$out/sanitize.log" \
+          "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+          "$dist/test_plans" --no-colors -tc='small*'
+        step "sanitizer $tool test_decode" 60 "$out/sanitize.log" \
+          "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 "$dist/test_decode" --no-colors
+        # The fused kernel's own test, when it was carried (its small cases).
+        if [ -x "$dist/test_fused" ]; then
+          step "sanitizer $tool test_fused[small]" 150 "$out/sanitize.log" \
+            "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
+            "$dist/test_fused" --no-colors -tc='small*'
+        fi
+      done
+      ;;
+    verify)
+      what=${NVFP4_VERIFY:-all}
+      step "harness --backend gpu --verify $what" 420 "$out/verify.log" \
+        "$dist/harness" --backend gpu --verify "$what" --json "$out/verify.json"
+      ;;
+    bench)
+      combos=${NVFP4_BENCH:-plain,graph,autotune+graph}
+      if [ -z "${NVFP4_BENCH:-}" ] && "$dist/harness" --list 2>/dev/null | grep -qw fused; then
+        combos="$combos,fused,fused+graph,autotune+fused+graph"
+      fi
+      step "harness --bench $combos" 300 "$out/bench.log" \
+        "$dist/harness" --bench "$combos" --bench-json "$out/bench.json"
+      ;;
+    *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+done
+
+# Short summary: each step's verdict, the verify summary line(s) and the bench table.
+{
+  echo
+  echo "step                                         verdict       time"
+  cat "$summary.rows"
+  if [ -f "$out/verify.log" ]; then
+    echo
+    echo "--- verify (tail)"
+    tail -n 25 "$out/verify.log"
+  fi
+  if [ -f "$out/bench.log" ]; then
+    echo
+    echo "--- bench summary"
+    sed -n '/^Summary/,$p' "$out/bench.log"
+  fi
+  if [ -f "$out/sanitize.log" ]; then
+    echo
+    echo "--- sanitizer error summaries"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$out/sanitize.log" | sort | uniq -c
+  fi
+} | tee -a "$summary"
+rm -f "$summary.rows"
+exit $status
