@@ -214,11 +214,23 @@ int run(int argc, char** argv) {
   opt.budget.trial = vm["budget-trial"].as<double>();
   for (double b : {opt.budget.init, opt.budget.tune, opt.budget.warmup, opt.budget.capture, opt.budget.run,
                    opt.budget.trial})
-    if (!(b > 0)) throw InputError("budgets must be positive numbers of seconds");
+    // Bounded so that deadline arithmetic cannot overflow (a huge budget would wrap into the past).
+    if (!(b > 0) || !(b <= 1e6)) throw InputError("budgets must be positive numbers of seconds, at most 1e6");
   opt.slow_seconds = vm["slow-seconds"].as<double>();
+  if (!(opt.slow_seconds >= 0) || !(opt.slow_seconds <= 1e6))
+    throw InputError("--slow-seconds must be a number of seconds in [0, 1e6]");
   if (vm.count("tune-cache")) opt.plan.tune_cache_dir = vm["tune-cache"].as<std::string>();
   opt.plan.tune_reps = vm["tune-reps"].as<int>();
   opt.plan.tune_budget_s = vm["tune-time"].as<double>();
+  if (opt.plan.tune_reps < 1) throw InputError("--tune-reps must be >= 1");
+  if (!(opt.plan.tune_budget_s > 0) || !(opt.plan.tune_budget_s <= 1e6))
+    throw InputError("--tune-time must be a positive number of seconds, at most 1e6");
+  // Fail before any trial runs if the JSON report cannot be written (a late failure would replace
+  // the verification's exit code with 2).
+  if (vm.count("json")) {
+    std::ofstream probe(vm["json"].as<std::string>(), std::ios::app);
+    if (!probe) throw InputError("cannot write " + vm["json"].as<std::string>());
+  }
   if (vm.count("inject"))
     for (const auto& f : vm["inject"].as<std::vector<std::string>>()) opt.faults.push_back(Fault::parse(f));
 

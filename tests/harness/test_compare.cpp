@@ -189,6 +189,10 @@ TEST_CASE("tolerance: overflow to inf, clamping, NaN") {
   CHECK(tol.judge(0x7C00, 300, 300, 300, 300).ok);
   CHECK_FALSE(tol.judge(0x7BFF, 300, 300, 300, 300).ok);  // clamping to 65504 is wrong
   CHECK_FALSE(tol.judge(0xFC00, 300, 300, 300, 300).ok);  // wrong sign
+  // Exact c = silu(256) * 256 = 65536, just past the rounding edge 65520: only +inf is right. The
+  // one-ulp allowance (32 at the top of the range) must not let a saturated 65504 through.
+  CHECK(tol.judge(0x7C00, 256, 256, 256, 256).ok);
+  CHECK_FALSE(tol.judge(0x7BFF, 256, 256, 256, 256).ok);
   // Exact c = -90000: -inf.
   CHECK(tol.judge(0xFC00, 300, -300, 300, 300).ok);
   // Exact c = 250 * 250 = 62500 (finite): inf only if the allowance reached 65520; it does not.
