@@ -6,14 +6,20 @@
 // fp16 output C once. Nothing is decoded ahead of time: A, B1 and B2 are decoded inside the kernel
 // on every call.
 //
-// Tile configurations (the autotune candidates) are the CTA tile widths BN in {32, 48, 64, 96,
-// 128} (tile 128 x BN of C, wgmma N = 2*BN), on the TMA path each with both decoders (integer,
-// cvt.e4m3x2; the cvt one is the default). Without autotune the plan picks the width whose grid
-// fills the GPU's SMs best (default_tile()). The kernel: K % 256 == 0 -> the TMA kernel (a
-// producer warp loads packed bytes and scales by TMA; tensor maps made at init, one set per tile
-// width); other K % 64 == 0 -> the cp.async kernel; other K (multiples of 16) -> the cp.async
-// kernel's generic, bounds-checked K path. Every M, N, L >= 1 is supported; the kernel needs an
-// sm_90 device (it is built for sm_90a only).
+// Two kernel families (the autotune candidates):
+//   * v5, fused_rs.cuh (K % 256 == 0): weights decoded into register-sourced wgmma operands,
+//     activations decoded once per call in the kernel's phase 0 into a workspace; tile 128 x 64,
+//     persistent grid; candidates: split-K 1, plus 2..4 where the tiles fill less than half the
+//     SMs (split-K measured slower on every benchmark shape, FUSED_NOTES.md v5).
+//   * v3, fused_kernel.cuh (every K; the only one when K % 256 != 0): both operands decoded into
+//     shared memory; candidates: CTA tile widths BN in {32, 48, 64, 96, 128} (tile 128 x BN of C),
+//     on the TMA path each with both decoders (integer, cvt.e4m3x2). Kernel: K % 256 == 0 -> TMA
+//     producer warp; other K % 64 == 0 -> cp.async; other K (multiples of 16) -> the cp.async
+//     kernel's generic, bounds-checked K path.
+// Without autotune (default_candidate()): v5 when its tiles fit in one round on the SMs (measured
+// faster than v3 on both M = 256 benchmark shapes), else v3 with default_tile() (v3 measured
+// faster, or equal, at M = 512).
+// Every M, N, L >= 1 is supported; the kernels need an sm_90 device (built for sm_90a only).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "fused_kernel.cuh"
+#include "fused_rs.cuh"
 #include "gpu_plan.hpp"
 #include "registry.hpp"
 
@@ -142,6 +149,39 @@ int default_tile(const Shape& s, int sm_count) {
   return best;
 }
 
+// ---- v5 (fused_rs.cuh) configurations -----------------------------------------------------
+
+// The v5 configuration: activation tile height (wgmma N) and activation ring depth (as deep as
+// shared memory allows). BM = 256 (128 accumulators per thread) spills registers under the 168
+// per thread that a 384-thread CTA is given, so it is not offered.
+constexpr int kRsBM = 128;
+constexpr int kRsDepth = 8;
+using RsCfg = fused::rs::RsConfig<kRsBM, kRsDepth>;
+
+void prepare_rs() {
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::rs::fused_rs_kernel<kRsBM, kRsDepth>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        RsCfg::kSmemBytes));
+}
+
+int64_t rs_tiles(const Shape& s, int bm) {
+  return s.L * ((s.M + bm - 1) / bm) * ((s.N + fused::rs::kNT - 1) / fused::rs::kNT);
+}
+
+// One candidate of either family.
+struct Candidate {
+  bool rs = false;
+  int width = 64;       // v3: tile width BN; v5: activation tile height BM
+  bool int_decode = false;  // v3 TMA path only
+  int splits = 1;       // v5 only
+  std::string name() const {
+    if (rs)
+      return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
+             " split-K " + std::to_string(splits);
+    return "tile 128x" + std::to_string(width);
+  }
+};
+
 class FusedPlan final : public GpuPlan {
  public:
   explicit FusedPlan(const Problem& p) : GpuPlan(p.shape) {
@@ -151,6 +191,7 @@ class FusedPlan final : public GpuPlan {
       throw CudaError("fused: the kernel is built for sm_90a only; this device is " + dev.name +
                       " (cc " + std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
                       ")");
+    sm_count_ = dev.sm_count;
     auto up = [this](DeviceBuffer<uint8_t>& d, const std::vector<uint8_t>& h) {
       d = DeviceBuffer<uint8_t>(h.size());
       d.upload(h.data(), h.size(), stream());
@@ -170,7 +211,28 @@ class FusedPlan final : public GpuPlan {
     prepare_width<64>();
     prepare_width<96>();
     prepare_width<128>();
-    if (k_path(shape_.K) == KPath::Tma) {
+    const bool tma = k_path(shape_.K) == KPath::Tma;
+    // Candidates: v5 first (TMA path only), then v3.
+    int max_splits = 0;
+    if (tma) {
+      const int64_t nk = shape_.K / fused::rs::kBK;
+      const int64_t tiles = rs_tiles(shape_, kRsBM);
+      for (int sp = 1; sp <= 4; ++sp) {
+        // Split-K only where the tiles leave more than half the SMs idle; a split covers whole
+        // 256-K weight stages.
+        if (sp > 1 && (4 * sp > nk || 2 * tiles > int64_t(sm_count_))) continue;
+        cands_.push_back(Candidate{true, kRsBM, false, sp});
+        max_splits = std::max(max_splits, sp);
+      }
+    }
+    for (int bn : kTileWidths) cands_.push_back(Candidate{false, bn, true, 1});
+    if (tma)
+      for (int bn : kTileWidths) cands_.push_back(Candidate{false, bn, false, 1});
+    if (tma) {
+      prepare_rs();
+      make_rs_workspace(p, max_splits);
+    }
+    if (tma) {
       try {
         for (int i = 0; i < kTileCount; ++i)
           maps_.push_back(fused::make_tma_maps(args_, int(shape_.L), kTileWidths[i]));
@@ -178,57 +240,131 @@ class FusedPlan final : public GpuPlan {
         throw CudaError(e.what());
       }
     }
-    tile_ = default_tile(shape_, dev.sm_count);
-    int_decode_ = kDefaultIntDecode;
+    current_ = default_candidate();
     synchronize();
   }
 
   std::string describe() const override {
-    const int bn = kTileWidths[tile_];
+    const Candidate& c = cands_[current_];
+    if (c.rs) {
+      const int64_t units = rs_tiles(shape_, c.width) * c.splits;
+      return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n" +
+             std::to_string(c.width) + "k16 operands, activations decoded once per call " +
+             "(phase 0) and streamed by TMA, dual GEMM + silu*mul epilogue, tile " +
+             std::to_string(c.width) + "x" + std::to_string(fused::rs::kNT) + ", split-K " +
+             std::to_string(c.splits) + " (" + std::to_string(units) + " units on " +
+             std::to_string(std::min<int64_t>(units, sm_count_)) + " persistent CTAs)";
+    }
+    const int bn = c.width;
     const int64_t tiles = ((shape_.N + bn - 1) / bn) * ((shape_.M + fused::kBM - 1) / fused::kBM) *
                           shape_.L;
     const bool tma = k_path(shape_.K) == KPath::Tma;
-    return "fused sm_90a kernel: in-kernel FP4 decode to fp16 (" +
-           std::string(!tma || int_decode_ ? "integer" : "cvt.e4m3x2") + " decoder) + wgmma m64n" +
+    return "fused sm_90a kernel v3: in-kernel FP4 decode to fp16 (" +
+           std::string(!tma || c.int_decode ? "integer" : "cvt.e4m3x2") + " decoder) + wgmma m64n" +
            std::to_string(2 * bn) + "k16 dual GEMM + silu*mul epilogue, tile 128x" +
            std::to_string(bn) + " (" + std::to_string(tiles) + " CTAs), " +
            k_path_name(k_path(shape_.K));
   }
 
   void enqueue() override {
-    launch(kTileWidths[tile_], args_, maps_.empty() ? nullptr : &maps_[size_t(tile_)], int_decode_,
-           int(shape_.L), stream());
+    const Candidate& c = cands_[current_];
+    if (!c.rs) {
+      int i = 0;
+      while (kTileWidths[i] != c.width) ++i;
+      launch(c.width, args_, maps_.empty() ? nullptr : &maps_[size_t(i)], c.int_decode,
+             int(shape_.L), stream());
+      return;
+    }
+    fused::rs::RsArgs a = rs_args_;
+    a.m_tiles = int((shape_.M + c.width - 1) / c.width);
+    a.splits = c.splits;
+    const int64_t units = rs_tiles(shape_, c.width) * c.splits;
+    const dim3 grid(unsigned(std::min<int64_t>(units, sm_count_)));
+    fused::rs::fused_rs_kernel<kRsBM, kRsDepth>
+        <<<grid, fused::rs::kThreads, RsCfg::kSmemBytes, stream()>>>(rs_maps_, a);
+    NVFP4_CHECK_LAUNCH();
   }
 
-  // Candidates: every tile width; on the TMA path each with both decoders (integer first).
   std::vector<std::string> candidates() const override {
     std::vector<std::string> v;
-    for (int bn : kTileWidths) v.push_back("tile 128x" + std::to_string(bn));
-    if (k_path(shape_.K) == KPath::Tma) {
-      for (auto& c : v) c += " int-decode";
-      for (int bn : kTileWidths) v.push_back("tile 128x" + std::to_string(bn) + " cvt-decode");
-    }
+    const bool tma = k_path(shape_.K) == KPath::Tma;
+    for (const Candidate& c : cands_)
+      v.push_back(c.name() + (c.rs || !tma ? "" : c.int_decode ? " int-decode" : " cvt-decode"));
     return v;
   }
   void select(size_t index) override {
-    const size_t n = candidates().size();
-    if (index >= n)
+    if (index >= cands_.size())
       throw std::out_of_range("fused: candidate " + std::to_string(index) + " of " +
-                              std::to_string(n));
-    tile_ = int(index % kTileCount);
-    int_decode_ = index < size_t(kTileCount);
+                              std::to_string(cands_.size()));
+    current_ = index;
   }
   std::string tune_key() const override {
-    return device_info().key() + "|" + shape_.str() + "|gpu-fused-v3|tiles32,48,64,96,128" +
-           (k_path(shape_.K) == KPath::Tma ? "|int,cvt" : "");
+    std::string k = device_info().key() + "|" + shape_.str() + "|gpu-fused-v5";
+    for (const auto& c : candidates()) k += "|" + c;
+    return k;
   }
 
  private:
+  // The default: v5 (split-K 1) when its tiles fit in one round on the SMs, else v3 with
+  // default_tile() and the cvt decoder (see the header).
+  size_t default_candidate() const {
+    for (size_t i = 0; i < cands_.size(); ++i)
+      if (cands_[i].rs && cands_[i].splits == 1 && rs_tiles(shape_, kRsBM) <= int64_t(sm_count_))
+        return i;
+    const int bn = kTileWidths[default_tile(shape_, sm_count_)];
+    for (size_t i = 0; i < cands_.size(); ++i)
+      if (!cands_[i].rs && cands_[i].width == bn && cands_[i].int_decode == kDefaultIntDecode)
+        return i;
+    for (size_t i = 0; i < cands_.size(); ++i)
+      if (!cands_[i].rs && cands_[i].width == bn) return i;
+    return 0;
+  }
+
+  // v5 workspace: decoded activations, phase-0 chunk flags, the queue, split-K partials.
+  void make_rs_workspace(const Problem& p, int max_splits) {
+    const int64_t nk = shape_.K / fused::rs::kBK;
+    const int64_t mt128 = (shape_.M + kRsBM - 1) / kRsBM;
+    act_ = DeviceBuffer<uint16_t>(size_t(shape_.L * shape_.M * shape_.K));
+    chunk_state_ = DeviceBuffer<unsigned long long>(size_t(nk * shape_.L * mt128));
+    sync_ = DeviceBuffer<fused::rs::SyncState>(1);
+    const int64_t tiles = rs_tiles(shape_, kRsBM);
+    const int64_t units = max_splits > 1 ? tiles * max_splits : 0;
+    tile_count_ = DeviceBuffer<unsigned int>(size_t(std::max<int64_t>(tiles, 1)));
+    ready_ = DeviceBuffer<unsigned long long>(size_t(std::max<int64_t>(units, 1)));
+    // A unit's partial is 2 * BM * 64 floats.
+    partials_ = DeviceBuffer<float>(size_t(std::max<int64_t>(units * 2 * kRsBM * fused::rs::kNT, 1)));
+    NVFP4_CUDA_CHECK(cudaMemsetAsync(chunk_state_.get(), 0, chunk_state_.bytes(), stream()));
+    NVFP4_CUDA_CHECK(cudaMemsetAsync(sync_.get(), 0, sync_.bytes(), stream()));
+    NVFP4_CUDA_CHECK(cudaMemsetAsync(tile_count_.get(), 0, tile_count_.bytes(), stream()));
+    NVFP4_CUDA_CHECK(cudaMemsetAsync(ready_.get(), 0, ready_.bytes(), stream()));
+    rs_args_ = fused::rs::RsArgs{a_.get(),      sfa_.get(),       act_.get(),
+                                 chunk_state_.get(), sync_.get(), partials_.get(),
+                                 tile_count_.get(),  ready_.get(), output(),
+                                 int(shape_.M), int(shape_.N), int(shape_.K), int(shape_.L),
+                                 1, int((shape_.N + fused::rs::kNT - 1) / fused::rs::kNT), 1,
+                                 p.alpha1, p.alpha2};
+    try {
+      rs_maps_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(), sfb2_.get(),
+                                         kRsBM);
+    } catch (const std::runtime_error& e) {
+      throw CudaError(e.what());
+    }
+  }
+
   DeviceBuffer<uint8_t> a_, b1_, b2_, sfa_, sfb1_, sfb2_;
   KernelArgs args_{};
-  std::vector<fused::TmaMaps> maps_;  // per tile width, TMA path only
-  int tile_ = 0;                      // index into kTileWidths
-  bool int_decode_ = true;            // TMA path: decode8_int (else decode8)
+  std::vector<fused::TmaMaps> maps_;  // v3, per tile width, TMA path only
+  std::vector<Candidate> cands_;
+  size_t current_ = 0;
+  int sm_count_ = 1;
+  // v5 (TMA path only)
+  DeviceBuffer<uint16_t> act_;
+  DeviceBuffer<unsigned long long> chunk_state_, ready_;
+  DeviceBuffer<fused::rs::SyncState> sync_;
+  DeviceBuffer<unsigned int> tile_count_;
+  DeviceBuffer<float> partials_;
+  fused::rs::RsArgs rs_args_{};
+  fused::rs::RsMaps rs_maps_{};
 };
 
 // Shape limits (grid dimensions, 32-bit sizes in the kernel) and the device: the kernel exists

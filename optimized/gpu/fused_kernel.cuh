@@ -632,10 +632,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #endif
 }
 
-// Host side: the six tensor maps of the TMA kernel for tile width `bn` over the buffers named in
-// `a` (L batches). Throws std::runtime_error with the driver's status when encoding fails.
-// The driver's cuTensorMapEncodeTiled is reached through the runtime (no -lcuda).
-inline TmaMaps make_tma_maps(const KernelArgs& a, int L, int bn) {
+// Host side: a tiled tensor map over a (width, rows, L) array of `elem_bytes`-byte elements
+// (rows `width` elements long, batches `rows` rows apart), box (box_w, box_rows, 1), zero fill
+// out of bounds. Throws std::runtime_error with the driver's status when encoding fails. The
+// driver's cuTensorMapEncodeTiled is reached through the runtime (no -lcuda).
+inline CUtensorMap make_tensor_map(const void* ptr, int elem_bytes, int64_t width, int64_t rows,
+                                   int L, uint32_t box_w, uint32_t box_rows,
+                                   CUtensorMapSwizzle swizzle) {
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
                               CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
@@ -650,20 +653,26 @@ inline TmaMaps make_tma_maps(const KernelArgs& a, int L, int bn) {
       throw std::runtime_error("fused: cuTensorMapEncodeTiled is not available from the driver");
     encode = reinterpret_cast<Encode>(fn);
   }
+  CUtensorMap m;
+  const cuuint64_t dims[3] = {cuuint64_t(width), cuuint64_t(rows), cuuint64_t(L)};
+  const cuuint64_t strides[2] = {cuuint64_t(width * elem_bytes),
+                                 cuuint64_t(width * rows * elem_bytes)};  // bytes
+  const cuuint32_t box[3] = {box_w, box_rows, 1};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  const CUresult r =
+      encode(&m, elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, 3,
+             const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("fused: cuTensorMapEncodeTiled failed with status " +
+                             std::to_string(int(r)));
+  return m;
+}
+
+// The six tensor maps of the TMA kernel for tile width `bn` over the buffers named in `a`.
+inline TmaMaps make_tma_maps(const KernelArgs& a, int L, int bn) {
   auto make = [&](const uint8_t* ptr, int64_t width, int64_t rows, uint32_t box_w, uint32_t box_rows) {
-    CUtensorMap m;
-    const cuuint64_t dims[3] = {cuuint64_t(width), cuuint64_t(rows), cuuint64_t(L)};
-    const cuuint64_t strides[2] = {cuuint64_t(width), cuuint64_t(width * rows)};  // bytes
-    const cuuint32_t box[3] = {box_w, box_rows, 1};
-    const cuuint32_t estr[3] = {1, 1, 1};
-    const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(ptr), dims,
-                              strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      throw std::runtime_error("fused: cuTensorMapEncodeTiled failed with status " +
-                               std::to_string(int(r)));
-    return m;
+    return make_tensor_map(ptr, 1, width, rows, L, box_w, box_rows, CU_TENSOR_MAP_SWIZZLE_NONE);
   };
   TmaMaps t;
   t.a = make(a.a, a.K / 2, a.M, 32, kBM);

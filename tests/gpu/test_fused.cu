@@ -8,7 +8,8 @@
 //     negative scales included), checked through single-term dot products;
 //   * a NaN scale poisons exactly the outputs it touches; a negative scale flips signs.
 // Test cases:
-//   "small"  small and ragged shapes, L > 1, alpha != 1, K % 64 != 0 — the compute-sanitizer
+//   "small"  small and ragged shapes, L > 1, alpha != 1, K % 64 != 0, both kernel families (v5 where
+//            K % 256 == 0, with split-K) — the compute-sanitizer
 //            subset (tools/gpu_run.sh runs `test_fused -tc='small*'` under memcheck/racecheck/...);
 //   "suite"  the harness's default gpu suite (all distributions, ragged shapes, the four GPU MODE
 //            benchmark shapes) with every fused combination.
@@ -161,6 +162,9 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       {"33x65x160", "normal", 1, 1.0f, 1.0f},  {"128x96x256x2", "normal", 4, 0.5f, 3.0f},
       {"130x200x192x3", "gpumode", 5, 1.0f, 1.0f}, {"40x24x64", "identity", 6, 1.0f, 1.0f},
       {"17x31x80", "ones", 7, 1.0f, 1.0f},
+      // K % 256 == 0 with several 256-K weight stages: the v5 kernel, its split-K candidates
+      // (ragged M and N, N % 8 != 0, L > 1, several M tiles) and its phase-0 queue.
+      {"100x70x1024x2", "normal", 8, 1.0f, 2.0f}, {"300x136x512", "gpumode", 9, 1.0f, 1.0f},
   };
   for (const auto& c : cases) {
     Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);

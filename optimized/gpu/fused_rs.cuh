@@ -1,0 +1,570 @@
+// fused_rs.cuh — the fused kernel v5 for Hopper (sm_90a): weights decoded straight into
+// register-sourced wgmma operands, activations decoded once per call inside the same kernel.
+//
+//   C[l] = fp16_rn( silu(alpha1 * A[l]·B1[l]^T) * (alpha2 * A[l]·B2[l]^T) )
+//
+// Why this shape of kernel (FUSED_NOTES.md, v3/v4 and v5): in the v3 kernel the warps that issue
+// wgmma also decode both operands into shared memory, and every 64-wide K stage ends with a proxy
+// fence and a CTA barrier; even with the decode removed it ran at ~49% of the tensor peak. Here
+// the tensor-core warps never wait on a shared-memory decode:
+//
+// * The product is computed transposed, C^T = B·A^T: the weights B1, B2 (N rows, the large
+//   operand) are wgmma's A side, decoded by the consumer threads from packed bytes straight into
+//   the A-fragment registers (wgmma ...f16.f16 with A in registers); the activations are wgmma's B
+//   side, a 128B-swizzled fp16 tile in shared memory loaded by TMA.
+// * The activations (M rows, small) are decoded ONCE per call, in phase 0 of the same kernel, into
+//   a workspace in global memory (fp16, exact); every tile then streams them by TMA. Phase 0 hands
+//   out chunks (BM rows x 64 K) through an atomic work queue; a chunk's done flag is tagged with
+//   the launch's generation number, so nothing is reset between calls. A consumer of a chunk only
+//   ever waits for a chunk that some running CTA has taken from the queue (the waiting CTA's own
+//   consumer threads drain the queue before they leave phase 0), so the kernel cannot deadlock
+//   whatever the number of co-resident CTAs.
+// * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
+//   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
+//   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
+//   only. An m64nBMk16 wgmma multiplies 32 columns of C (64 weight rows) by BM activations.
+// * K order: thread t = lane%4 decodes its rows' physical elements [16t, 16t+16) of each 64-wide
+//   K block — exactly one scale block, 8 packed bytes — and uses them over the block's four k16
+//   steps. The A-fragment places them at logical columns that are a fixed permutation of the
+//   block (see kLogicalWord below); phase 0 writes the activations in the same permuted order, so
+//   the dot products are unchanged (fp32 accumulation of exact products, as in v3).
+// * Warp roles: consumer warpgroups (2) decode weights + issue wgmma + epilogue; one thread of
+//   the producer warpgroup issues the TMA loads (activation tile, packed weight bytes, scale bytes) into an S-deep
+//   ring with full/empty mbarriers. No proxy fence and no CTA barrier in the main loop.
+// * Persistent schedule with split-K: grid = min(units, SMs); unit u = (tile, split), splits
+//   chosen by the host to balance work over the SMs. With splits > 1, each (tile, split) that is
+//   not the last to arrive writes its fp32 partial G and U to a workspace; the last one adds all
+//   partials in split order 0..S-1 (deterministic whatever the arrival order) and runs the
+//   epilogue. Arrival counters are reset by the last arriver; ready flags are generation-tagged.
+// * Requirements: K % 256 == 0 (16-byte aligned scale rows for TMA). Rows past M or N are zero
+//   filled by TMA and their results discarded; stores are masked.
+#pragma once
+#include "fused_kernel.cuh"
+
+namespace nvfp4::gpu::fused::rs {
+
+// Cross-CTA state in the plan's workspace (zeroed once when the plan is made).
+struct SyncState {
+  unsigned long long gen;  // launches completed: this launch's flags are tagged gen + 1
+  unsigned int next_chunk; // phase-0 work queue
+  unsigned int done_ctas;  // CTAs finished in this launch (the last one resets and bumps gen)
+};
+
+struct RsArgs {
+  const uint8_t* a;                  // (L, M, K/2) packed E2M1
+  const uint8_t* sfa;                // (L, M, K/16) E4M3
+  uint16_t* act;                     // (L, M, K) decoded A (fp16 bits), K permuted per 64-block
+  unsigned long long* chunk_state;   // per phase-0 chunk: tag of the launch that decoded it
+  SyncState* sync;
+  float* partials;                   // split-K: per unit, 2 * BM * 64 floats
+  unsigned int* tile_count;          // split-K: arrivals per tile
+  unsigned long long* ready;         // split-K: per unit, tag when its partial is written
+  __half* c;                         // (L, M, N)
+  int M, N, K, L;
+  int m_tiles, n_tiles, splits;      // tiles = L * m_tiles * n_tiles; units = tiles * splits
+  float alpha1, alpha2;
+};
+
+struct RsMaps {
+  CUtensorMap act;          // uint16 (K, M, L), box (64, BM, 1), 128B swizzle
+  CUtensorMap b1, b2;       // uint8 (K/2, N, L), box (128, 64, 1), 128B swizzle
+  CUtensorMap sfb1, sfb2;   // uint8 (K/16, N, L), box (16, 64, 1)
+};
+
+constexpr int kWGs = 2;                      // consumer warpgroups
+constexpr int kNT = 32 * kWGs;               // columns of C per tile
+constexpr int kConsumers = 128 * kWGs;
+constexpr int kThreads = kConsumers + 128;   // + a producer warpgroup (one warp issues TMA)
+// Register split (setmaxnreg): the launch gives every thread 168 (65536 / 384, rounded down to 8);
+// the producer warpgroup gives back down to 56 (40 made its rare phase-0 fallback spill) and the
+// consumers may take 224: 128 * 56 + 256 * 224 <= 65536. (ptxas still compiles the consumer code
+// for 168 registers; BM = 128 needs no more.)
+constexpr int kProducerRegs = 56;
+constexpr int kConsumerRegs = 224;
+constexpr int kBK = 64;
+
+// Shared memory: an activation ring of S stages (64 K each: BM rows x 128 bytes, 128B swizzle)
+// and a weight ring of WS stages (256 K each: 64 rows x 128 packed bytes of B1 and of B2, 128B
+// swizzle, plus 64 rows x 16 scale bytes of each), so that every TMA row is a whole 128-byte line
+// or a scale row read exactly once (narrow boxes cost TMA issue time per row, FUSED_NOTES v5).
+template <int BM_, int S_>
+struct RsConfig {
+  static constexpr int BM = BM_;                  // activation rows per tile (wgmma N)
+  static constexpr int S = S_;                    // activation ring depth (64-K stages)
+  static constexpr int WS = 3;                    // weight ring depth (256-K stages)
+  static constexpr int kAcc = BM / 2;             // fp32 accumulators per thread
+  static constexpr int kActBytes = BM * 128;      // one 64-wide K block of BM fp16 rows
+  static constexpr int kWBytes = kNT * 128;       // packed bytes of 256 K, per weight matrix
+  static constexpr int kSBytes = kNT * 16;        // scale bytes of 256 K, per weight matrix
+  static constexpr int kWStageBytes = 2 * kWBytes + 2 * kSBytes;  // = TMA bytes
+  static constexpr int kStRow = kNT * 2 + 16;     // epilogue staging row (padded, bytes)
+  static constexpr int kStagingBytes = BM * kStRow;
+  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 16;
+  static constexpr int kSmemBytes =
+      1024 + S * kActBytes + WS * kWStageBytes + kStagingBytes + kBarBytes;
+  static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
+  static_assert(kActBytes % 1024 == 0 && kWStageBytes % 1024 == 0 && kWBytes % 1024 == 0,
+                "stages keep the 128B-swizzle atoms 1024-aligned");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90 is at most 227 KiB");
+};
+
+// Logical word (fp16 pair) of a 64-wide K block that holds decoded word j (0..7) of the 16
+// physical elements [16t, 16t+16): decode8 of the low packed word yields the pairs (e0,e2),
+// (e4,e6), (e1,e3), (e5,e7), of the high word (e8,e10), (e12,e14), (e9,e11), (e13,e15); pair j is
+// fragment register a[2*(j%2)...] of k16 step j/2 (see the consumer), i.e. logical elements
+// 16*(j/2) + 8*(j%2) + 2t + {0,1}.
+__host__ __device__ constexpr int kLogicalWord(int j, int t) { return 4 * j + t; }
+
+namespace detail2 {
+using namespace nvfp4::gpu::fused::detail;
+
+__device__ __forceinline__ uint2 lds64(uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds8(uint32_t a) {
+  uint16_t v;
+  asm volatile("ld.shared.u8 %0, [%1];\n" : "=h"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ void sts16(uint32_t a, uint16_t v) {
+  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(a), "h"(v) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void wait_tag(const unsigned long long* p, unsigned long long tag) {
+  while (ld_acquire(p) != tag) __nanosleep(64);
+}
+// One E4M3 scale byte -> (scale * 64) in both fp16 halves (decode8 yields value * 2^-6).
+__device__ __forceinline__ uint32_t scale64(uint32_t b) {
+  return hmul2(e4m3x2_lo_to_f16x2(b * 0x0101u), 0x54005400u);
+}
+
+// Phase 0: decodes chunks [q, q + nb) into the workspace, permuted (kLogicalWord). Chunk c is
+// (kb, l, mt) = (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of
+// A[l], K block kb. Work item = (chunk, row, 16-element block t); thread `tid` of `n` takes items
+// tid, tid + n, ...; the loads of U items are issued before any is decoded.
+template <int BM, int U>
+__device__ void decode_batch(const RsArgs& a, int q, int nb, int tid, int n) {
+  const int K = a.K, items = nb * BM * 4;
+  for (int base = tid; base < items; base += U * n) {
+    uint2 p[U];
+    uint32_t sc[U];
+    int64_t row[U];
+    int kb[U], t[U];
+#pragma unroll
+    for (int x = 0; x < U; ++x) {
+      const int it = base + x * n;
+      const int c = q + it / (BM * 4), r = (it % (BM * 4)) >> 2;
+      kb[x] = c / (a.L * a.m_tiles);
+      const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
+      t[x] = it & 3;
+      row[x] = -1;
+      if (it < items && m < a.M) {
+        row[x] = int64_t(l) * a.M + m;
+        p[x] = __ldg(reinterpret_cast<const uint2*>(a.a + row[x] * (K / 2) + kb[x] * 32 + 8 * t[x]));
+        sc[x] = __ldg(a.sfa + row[x] * (K / 16) + kb[x] * 4 + t[x]);
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < U; ++x) {
+      if (row[x] < 0) continue;  // past the batch or past M (TMA zero-fills those rows)
+      const uint32_t s = scale64(sc[x]);
+      const uint4 lo = decode8(p[x].x, s), hi = decode8(p[x].y, s);
+      uint32_t* dst = reinterpret_cast<uint32_t*>(a.act + row[x] * K + kb[x] * kBK);
+      dst[kLogicalWord(0, t[x])] = lo.x;
+      dst[kLogicalWord(1, t[x])] = lo.y;
+      dst[kLogicalWord(2, t[x])] = lo.z;
+      dst[kLogicalWord(3, t[x])] = lo.w;
+      dst[kLogicalWord(4, t[x])] = hi.x;
+      dst[kLogicalWord(5, t[x])] = hi.y;
+      dst[kLogicalWord(6, t[x])] = hi.z;
+      dst[kLogicalWord(7, t[x])] = hi.w;
+    }
+  }
+}
+
+// After decode_batch by a group of threads: makes the chunks [q, q + nb) visible to every
+// CTA's TMA (async proxy) and tags them with this launch. `sync` is the group's barrier; `leader`
+// is one thread of the group.
+template <class Sync>
+__device__ __forceinline__ void publish_batch(const RsArgs& a, int q, int nb,
+                                              unsigned long long tag, Sync sync, bool leader) {
+  fence_proxy_async_global();
+  sync();
+  if (leader) {
+    __threadfence();
+    for (int c = q; c < q + nb; ++c)
+      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(a.chunk_state + c), "l"(tag)
+                   : "memory");
+  }
+}
+
+}  // namespace detail2
+
+// grid = min(units, SMs), block = kThreads, dynamic shared memory RsConfig<BM, S>::kSmemBytes.
+// kProbe is for timing experiments only (0 in the product): bit 0 skips the activation TMA (the
+// tensor cores read stale tiles), bit 1 skips the wgmma, bit 2 skips phase 0 and its waits,
+// bit 3 skips the weight TMA, bit 4 skips the weight decode, bit 5 runs phase 0 only,
+// bit 6 omits wgmma.fence after a unit's first stage (wrong: timing only).
+template <int BM, int S, int kProbe = 0>
+__global__ void __launch_bounds__(kThreads, 1)
+    fused_rs_kernel(const __grid_constant__ RsMaps maps, const RsArgs args) {
+#if defined(NVFP4_FUSED_SM90A)
+  using Cfg = RsConfig<BM, S>;
+  using namespace detail2;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;
+  const uint32_t ring = base;                                  // S activation stages
+  const uint32_t wring = ring + S * Cfg::kActBytes;             // WS weight stages
+  const uint32_t staging = wring + Cfg::WS * Cfg::kWStageBytes;
+  const uint32_t full_bar = staging + Cfg::kStagingBytes;       // S x 8
+  const uint32_t empty_bar = full_bar + S * 8;                  // S x 8
+  const uint32_t wfull_bar = empty_bar + S * 8;                 // WS x 8
+  const uint32_t wempty_bar = wfull_bar + Cfg::WS * 8;          // WS x 8
+  const uint32_t scratch = wempty_bar + Cfg::WS * 8;  // 16 bytes: gen (8), chunk / flag (4)
+
+  const int tid = threadIdx.x;
+  const int nk = args.K / kBK;
+  const int tiles_per_l = args.m_tiles * args.n_tiles;
+  const int units = args.L * tiles_per_l * args.splits;
+  const int chunks = nk * args.L * args.m_tiles;
+
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full_bar + 8 * s, 1);
+      mbar_init(empty_bar + 8 * s, kConsumers / 32);
+    }
+    for (int s = 0; s < Cfg::WS; ++s) {
+      mbar_init(wfull_bar + 8 * s, 1);
+      mbar_init(wempty_bar + 8 * s, kConsumers / 32);
+    }
+    mbar_init_fence();
+    const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
+    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
+  }
+  __syncthreads();
+  unsigned long long gen;
+  asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
+  const unsigned long long tag = gen + 1;
+
+  // Unit u -> tile (l, mt, nt) and its K blocks [kb0, kb1).
+  auto unit_of = [&](int u, int& l, int& mt, int& nt, int& split, int& kb0, int& kb1) {
+    const int tile = u / args.splits;
+    split = u % args.splits;
+    l = tile / tiles_per_l;
+    const int r = tile % tiles_per_l;
+    mt = r / args.n_tiles;
+    nt = r % args.n_tiles;
+    kb0 = 4 * int(int64_t(split) * (nk / 4) / args.splits);  // weight stages are 4 K blocks
+    kb1 = 4 * int(int64_t(split + 1) * (nk / 4) / args.splits);
+  };
+
+  if (tid >= kConsumers) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    // Producer: warp 0 of the warpgroup; lane 0 issues each stage's five TMA boxes, S stages
+    // ahead. The warp polls the activation chunks' done flags 32 stages at a time (one load per
+    // lane), so a ready chunk costs no round trip to L2 per stage.
+    if (tid / 32 == kConsumers / 32) {
+      const int lane = tid % 32;
+      if (lane == 0) {
+        prefetch_tensormap(&maps.act);
+        prefetch_tensormap(&maps.b1);
+        prefetch_tensormap(&maps.b2);
+        prefetch_tensormap(&maps.sfb1);
+        prefetch_tensormap(&maps.sfb2);
+      }
+      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
+      uint32_t it = 0, wit = 0;  // activation and weight stages issued
+      for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
+        int l, mt, nt, split, kb0, kb1;
+        unit_of(u, l, mt, nt, split, kb0, kb1);
+        const unsigned long long* state = args.chunk_state + int64_t(l) * args.m_tiles + mt;
+        const int64_t kb_stride = int64_t(args.L) * args.m_tiles;
+        uint32_t ready = 0;
+        for (int kb = kb0; kb < kb1; ++kb, ++it) {
+          if constexpr ((kProbe & 4) == 0) {
+            // (Re)poll the window [kb, kb + 32) whenever stage kb is not known to be ready; the
+            // proxy fence after a poll orders the chunks' generic-proxy writes (acquired above)
+            // before the TMA reads that follow (one fence per poll, not per stage: it is slow).
+            const int j = (kb - kb0) % 32;
+            if (j == 0) ready = 0;
+            bool polled = false;
+            while (!((ready >> j) & 1u)) {
+              const int kq = kb - j + lane;
+              const bool ok = kq >= kb1 || ld_acquire(state + kq * kb_stride) == tag;
+              ready = __ballot_sync(0xFFFFFFFFu, ok);
+              polled = true;
+              if ((ready >> j) & 1u) break;
+              // Not ready: if batches are still unclaimed, their CTAs may not be running —
+              // decode one here (this is what makes the kernel deadlock-free); else sleep.
+              int q = chunks;
+              if (lane == 0 &&
+                  *reinterpret_cast<volatile unsigned int*>(&args.sync->next_chunk) < uint32_t(chunks))
+                q = int(atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
+              q = __shfl_sync(0xFFFFFFFFu, q, 0);
+              if (q < chunks) {
+                const int nb = min(batch, chunks - q);
+                decode_batch<BM, 1>(args, q, nb, lane, 32);  // (the producer has few registers)
+                publish_batch(args, q, nb, tag, [] { __syncwarp(); }, lane == 0);
+              } else {
+                __nanosleep(128);
+              }
+            }
+            if (polled && lane == 0) fence_proxy_async_global();
+          }
+          if (lane == 0) {
+            if (kb % 4 == 0) {  // a weight stage: 256 K of B1, B2 and their scales
+              const int ws = int(wit % Cfg::WS);
+              if (wit >= uint32_t(Cfg::WS)) mbar_wait(wempty_bar + 8 * ws, ((wit / Cfg::WS) - 1) & 1);
+              const uint32_t wfull = wfull_bar + 8 * ws;
+              const uint32_t wst = wring + ws * Cfg::kWStageBytes;
+              mbar_arrive_expect_tx(wfull, (kProbe & 8) ? 0 : Cfg::kWStageBytes);
+              if constexpr ((kProbe & 8) == 0) {
+                tma_load_3d(wst, &maps.b1, kb * 32, nt * kNT, l, wfull);
+                tma_load_3d(wst + Cfg::kWBytes, &maps.b2, kb * 32, nt * kNT, l, wfull);
+                tma_load_3d(wst + 2 * Cfg::kWBytes, &maps.sfb1, kb * 4, nt * kNT, l, wfull);
+                tma_load_3d(wst + 2 * Cfg::kWBytes + Cfg::kSBytes, &maps.sfb2, kb * 4, nt * kNT, l,
+                            wfull);
+              }
+              ++wit;
+            }
+            const int s = int(it % S);
+            if (it >= uint32_t(S)) mbar_wait(empty_bar + 8 * s, ((it / S) - 1) & 1);
+            const uint32_t full = full_bar + 8 * s;
+            mbar_arrive_expect_tx(full, (kProbe & 1) ? 0 : Cfg::kActBytes);
+            if constexpr ((kProbe & 1) == 0)
+              tma_load_3d(ring + s * Cfg::kActBytes, &maps.act, kb * kBK, mt * BM, l, full);
+          }
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    // Consumers. Phase 0: take one batch of activation chunks (an even share per CTA) from the
+    // queue and decode it. Whatever is left in the queue (CTAs that never ran concurrently) is
+    // taken by the producer warp of a CTA that waits for it (see the producer).
+    if constexpr ((kProbe & 4) == 0) {
+      const uint32_t chunk_slot = scratch + 8;
+      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
+      if (tid == 0) sts32(chunk_slot, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
+      consumer_sync(kConsumers);
+      const int q = int(lds32(chunk_slot));
+      if (q < chunks) {
+        const int nb = min(batch, chunks - q);
+        decode_batch<BM, 4>(args, q, nb, tid, kConsumers);
+        publish_batch(args, q, nb, tag, [] { consumer_sync(kConsumers); }, tid == 0);
+      }
+    }
+
+    const int wg = tid / 128, w = (tid % 128) / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wrow = wg * 32 + 8 * w + g;  // this thread's B1 / B2 row within the tile
+    uint32_t it = 0, wit = 0;  // activation and weight stages consumed
+    for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
+      int l, mt, nt, split, kb0, kb1;
+      unit_of(u, l, mt, nt, split, kb0, kb1);
+      const int n = kb1 - kb0;  // a multiple of 4
+
+      float acc[Cfg::kAcc];
+#pragma unroll
+      for (int i = 0; i < Cfg::kAcc; ++i) acc[i] = 0.0f;
+      uint32_t f0[4][4], f1[4][4];
+
+      auto release = [&](uint32_t bar) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(bar);
+      };
+      // Decodes this thread's 16 + 16 weight elements of stage i (K block kb0 + i) into f. The
+      // weight stage is waited for at its first K block and released after its last one is in
+      // registers (the tensor cores never read it).
+      auto load_frag = [&](uint32_t(&f)[4][4], int i) {
+        const int q = i % 4;
+        const uint32_t w = wit + uint32_t(i / 4);
+        const uint32_t ws = w % Cfg::WS;
+        if (q == 0) mbar_wait(wfull_bar + 8 * ws, (w / Cfg::WS) & 1);
+        const uint32_t wst = wring + ws * Cfg::kWStageBytes;
+        // 16-byte unit 2q + t/2 of row wrow, stored at unit ^ (wrow % 8) (128B swizzle).
+        const uint32_t off = wrow * 128 + ((((2 * q + (t >> 1)) ^ (wrow & 7))) << 4) + 8 * (t & 1);
+        const uint2 p1 = lds64(wst + off), p2 = lds64(wst + Cfg::kWBytes + off);
+        const uint32_t sb = wst + 2 * Cfg::kWBytes + wrow * 16 + q * 4 + t;
+        const uint32_t s1 = scale64(lds8(sb)), s2 = scale64(lds8(sb + Cfg::kSBytes));
+        if (q == 3) release(wempty_bar + 8 * ws);
+        uint4 b1lo, b1hi, b2lo, b2hi;
+        if constexpr ((kProbe & 16) == 0) {
+          b1lo = decode8(p1.x, s1);
+          b1hi = decode8(p1.y, s1);
+          b2lo = decode8(p2.x, s2);
+          b2hi = decode8(p2.y, s2);
+        } else {
+          b1lo = make_uint4(p1.x, p1.y, s1, s2);
+          b1hi = make_uint4(p1.y, p1.x, s2, s1);
+          b2lo = make_uint4(p2.x, p2.y, s1, s2);
+          b2hi = make_uint4(p2.y, p2.x, s2, s1);
+        }
+        // Step j/2 uses decoded pairs j (cols 2t..) and j+1 (cols 2t+8..) of B1 (row g) and B2
+        // (row g+8).
+        f[0][0] = b1lo.x; f[0][1] = b2lo.x; f[0][2] = b1lo.y; f[0][3] = b2lo.y;
+        f[1][0] = b1lo.z; f[1][1] = b2lo.z; f[1][2] = b1lo.w; f[1][3] = b2lo.w;
+        f[2][0] = b1hi.x; f[2][1] = b2hi.x; f[2][2] = b1hi.y; f[2][3] = b2hi.y;
+        f[3][0] = b1hi.z; f[3][1] = b2hi.z; f[3][2] = b1hi.w; f[3][3] = b2hi.w;
+      };
+      auto issue = [&](const uint32_t(&f)[4][4], int i) {
+        const uint32_t q = it + uint32_t(i);
+        mbar_wait(full_bar + 8 * (q % S), (q / S) & 1);
+        if constexpr ((kProbe & 2) == 0) {
+          const uint64_t desc = sw128_desc(ring + (q % S) * Cfg::kActBytes);
+          if ((kProbe & 64) == 0 || i == 0) wgmma_fence();
+#pragma unroll
+          for (int k = 0; k < 4; ++k) WgmmaRs<BM>::mma(acc, f[k], desc + 2 * k);
+          wgmma_commit();
+        } else {
+#pragma unroll
+          for (int k = 0; k < 4; ++k)  // keep the decode alive
+            acc[k] += __uint_as_float(f[k][0] ^ f[k][1] ^ f[k][2] ^ f[k][3]);
+        }
+      };
+      // One step: issue stage i from `cur`; once wgmma(i-1) is done, release its activation
+      // stage and decode stage i+1 into `next` (the set wgmma(i-1) read). One wgmma group stays
+      // queued while a thread decodes: with two, the decode ran slower (FUSED_NOTES v5).
+      auto step = [&](const uint32_t(&cur)[4][4], uint32_t(&next)[4][4], int i) {
+        issue(cur, i);
+        wgmma_wait<1>(acc);
+        if (i >= 1) release(empty_bar + 8 * ((it + uint32_t(i - 1)) % S));
+        if (i + 1 < n) load_frag(next, i + 1);
+      };
+      load_frag(f0, 0);
+      for (int i = 0; i < n; i += 2) {
+        step(f0, f1, i);
+        if (i + 1 < n) step(f1, f0, i + 1);
+      }
+      wgmma_wait<0>(acc);
+      release(empty_bar + 8 * ((it + uint32_t(n - 1)) % S));
+      it += uint32_t(n);
+      wit += uint32_t(n / 4);
+
+      const int tile = u / args.splits;
+      if (args.splits > 1) {
+        // Split-K: the last of the tile's units to arrive adds the partials in split order.
+        const uint32_t flag = scratch + 12;
+        consumer_sync(kConsumers);
+        if (tid == 0) {
+          const uint32_t old = atomicAdd(args.tile_count + tile, 1u);
+          sts32(flag, old == uint32_t(args.splits - 1) ? 1u : 0u);
+        }
+        consumer_sync(kConsumers);
+        const bool last = lds32(flag) != 0;
+        float* const mine = args.partials + int64_t(u) * 2 * BM * kNT;
+        if (!last) {
+#pragma unroll
+          for (int i = 0; i < Cfg::kAcc / 4; ++i)
+            __stcg(reinterpret_cast<float4*>(mine) + i * kConsumers + tid,
+                   make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+          consumer_sync(kConsumers);
+          if (tid == 0) {
+            __threadfence();
+            st_release(args.ready + u, tag);
+          }
+          continue;
+        }
+        if (tid == 0) {
+          args.tile_count[tile] = 0;  // next launch starts from zero (this launch is done with it)
+          for (int s = 0; s < args.splits; ++s)
+            if (s != split) wait_tag(args.ready + int64_t(tile) * args.splits + s, tag);
+          __threadfence();
+        }
+        consumer_sync(kConsumers);
+        // acc <- sum of the tile's partials in split order (this unit's own one from registers).
+#pragma unroll
+        for (int i = 0; i < Cfg::kAcc / 4; ++i) {
+          float4 v = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+          float4 sum = v;
+          for (int s = 0; s < args.splits; ++s) {
+            const float4 x =
+                s == split ? v
+                           : __ldcg(reinterpret_cast<const float4*>(
+                                        args.partials +
+                                        (int64_t(tile) * args.splits + s) * 2 * BM * kNT) +
+                                    i * kConsumers + tid);
+            if (s == 0) {
+              sum = x;
+            } else {
+              sum.x += x.x; sum.y += x.y; sum.z += x.z; sum.w += x.w;
+            }
+          }
+          acc[4 * i] = sum.x; acc[4 * i + 1] = sum.y; acc[4 * i + 2] = sum.z; acc[4 * i + 3] = sum.w;
+        }
+      }
+
+      // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][64 columns] ->
+      // 16-byte coalesced (masked) stores.
+      consumer_sync(kConsumers);  // the previous tile's staging reads are done
+#pragma unroll
+      for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float y = silu_mul(acc[4 * j + e], acc[4 * j + 2 + e], args.alpha1, args.alpha2);
+          sts16(staging + (8 * j + 2 * t + e) * Cfg::kStRow + wrow * 2,
+                __half_as_ushort(__float2half_rn(y)));
+        }
+      }
+      consumer_sync(kConsumers);
+      const int m0 = mt * BM, n0 = nt * kNT;
+      const bool vec_ok = (args.N % 8) == 0;
+      for (int q = tid; q < BM * (kNT / 8); q += kConsumers) {
+        const int r = q / (kNT / 8), cu = q % (kNT / 8);
+        const int m = m0 + r, nn = n0 + 8 * cu;
+        if (m >= args.M || nn >= args.N) continue;
+        const uint4 v = lds128(staging + r * Cfg::kStRow + cu * 16);
+        __half* out = args.c + (int64_t(l) * args.M + m) * args.N + nn;
+        if (vec_ok && nn + 8 <= args.N) {
+          *reinterpret_cast<uint4*>(out) = v;
+        } else {
+          const uint16_t* h = reinterpret_cast<const uint16_t*>(&v);
+          for (int x = 0; x < 8 && nn + x < args.N; ++x)
+            reinterpret_cast<uint16_t*>(out)[x] = h[x];
+        }
+      }
+    }
+  }
+
+  // The last CTA to finish resets the queue and starts the next generation.
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    const uint32_t old = atomicAdd(&args.sync->done_ctas, 1u);
+    if (old == gridDim.x - 1) {
+      args.sync->next_chunk = 0;
+      args.sync->done_ctas = 0;
+      __threadfence();
+      args.sync->gen = gen + 1;
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
+// Host side: the tensor maps for activation tile height bm.
+inline RsMaps make_rs_maps(const RsArgs& a, const uint8_t* b1, const uint8_t* b2,
+                           const uint8_t* sfb1, const uint8_t* sfb2, int bm) {
+  RsMaps m;
+  m.act = make_tensor_map(a.act, 2, a.K, a.M, a.L, kBK, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_128B);
+  m.b1 = make_tensor_map(b1, 1, a.K / 2, a.N, a.L, 128, kNT, CU_TENSOR_MAP_SWIZZLE_128B);
+  m.b2 = make_tensor_map(b2, 1, a.K / 2, a.N, a.L, 128, kNT, CU_TENSOR_MAP_SWIZZLE_128B);
+  m.sfb1 = make_tensor_map(sfb1, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.sfb2 = make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
+  return m;
+}
+
+}  // namespace nvfp4::gpu::fused::rs
