@@ -8,17 +8,18 @@
 //
 // Two kernel families (the autotune candidates):
 //   * v5, fused_rs.cuh (K % 256 == 0): weights decoded into register-sourced wgmma operands,
-//     activations decoded once per call in the kernel's phase 0 into a workspace; tile 128 x 64,
-//     persistent grid; candidates: split-K 1, plus 2..4 where the tiles fill less than half the
-//     SMs (split-K measured slower on every benchmark shape, FUSED_NOTES.md v5).
+//     activations decoded once per call in the kernel's phase 0 into a workspace; tile BM x 64
+//     (BM = activation rows = wgmma N), persistent grid; candidates: BM = 128 with split-K 1,
+//     plus 2..4 where the tiles fill less than half the SMs (split-K measured slower on every
+//     benchmark shape, FUSED_NOTES.md v5), and BM = 256 (no split-K) where M > 128.
 //   * v3, fused_kernel.cuh (every K; the only one when K % 256 != 0): both operands decoded into
 //     shared memory; candidates: CTA tile widths BN in {32, 48, 64, 96, 128} (tile 128 x BN of C),
 //     on the TMA path each with both decoders (integer, cvt.e4m3x2). Kernel: K % 256 == 0 -> TMA
 //     producer warp; other K % 64 == 0 -> cp.async; other K (multiples of 16) -> the cp.async
 //     kernel's generic, bounds-checked K path.
-// Without autotune (default_candidate()): v5 when its tiles fit in one round on the SMs (measured
-// faster than v3 on both M = 256 benchmark shapes), else v3 with default_tile() (v3 measured
-// faster, or equal, at M = 512).
+// Without autotune (default_candidate()): v5 on the TMA path, BM = 128 or 256 by estimated waves
+// (BM = 256 measured 20% faster at M = 512, slower at M = 256 where its 64 tiles leave half the
+// SMs idle); v3 with default_tile() otherwise.
 // Every M, N, L >= 1 is supported; the kernels need an sm_90 device (built for sm_90a only).
 #include <algorithm>
 #include <cmath>
@@ -151,17 +152,29 @@ int default_tile(const Shape& s, int sm_count) {
 
 // ---- v5 (fused_rs.cuh) configurations -----------------------------------------------------
 
-// The v5 configuration: activation tile height (wgmma N) and activation ring depth (as deep as
-// shared memory allows). BM = 256 (128 accumulators per thread) spills registers under the 168
-// per thread that a 384-thread CTA is given, so it is not offered.
-constexpr int kRsBM = 128;
-constexpr int kRsDepth = 8;
-using RsCfg = fused::rs::RsConfig<kRsBM, kRsDepth>;
+// The v5 configurations: activation tile height BM (wgmma N) and activation ring depth S (as
+// deep as shared memory allows). BM = 256 halves the weight decode and the wgmma instructions per
+// multiply-add (128 accumulators per thread); it is offered where M > 128.
+using RsCfg128 = fused::rs::RsConfig<128, 8>;
+using RsCfg256 = fused::rs::RsConfig<256, 4>;
 
-void prepare_rs() {
-  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::rs::fused_rs_kernel<kRsBM, kRsDepth>,
+template <class Cfg>
+void prepare_rs_cfg() {
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        RsCfg::kSmemBytes));
+                                        Cfg::kSmemBytes));
+}
+void prepare_rs() {
+  prepare_rs_cfg<RsCfg128>();
+  prepare_rs_cfg<RsCfg256>();
+}
+
+template <class Cfg>
+void launch_rs(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, dim3 grid,
+               cudaStream_t s) {
+  fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S>
+      <<<grid, fused::rs::kThreads, Cfg::kSmemBytes, s>>>(maps, a);
+  NVFP4_CHECK_LAUNCH();
 }
 
 int64_t rs_tiles(const Shape& s, int bm) {
@@ -177,7 +190,7 @@ struct Candidate {
   std::string name() const {
     if (rs)
       return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
-             " split-K " + std::to_string(splits);
+             " split-K " + std::to_string(splits);  // width = BM
     return "tile 128x" + std::to_string(width);
   }
 };
@@ -216,14 +229,15 @@ class FusedPlan final : public GpuPlan {
     int max_splits = 0;
     if (tma) {
       const int64_t nk = shape_.K / fused::rs::kBK;
-      const int64_t tiles = rs_tiles(shape_, kRsBM);
+      const int64_t tiles = rs_tiles(shape_, 128);
       for (int sp = 1; sp <= 4; ++sp) {
         // Split-K only where the tiles leave more than half the SMs idle; a split covers whole
         // 256-K weight stages.
         if (sp > 1 && (4 * sp > nk || 2 * tiles > int64_t(sm_count_))) continue;
-        cands_.push_back(Candidate{true, kRsBM, false, sp});
+        cands_.push_back(Candidate{true, 128, false, sp});
         max_splits = std::max(max_splits, sp);
       }
+      if (shape_.M > 128) cands_.push_back(Candidate{true, 256, false, 1});
     }
     for (int bn : kTileWidths) cands_.push_back(Candidate{false, bn, true, 1});
     if (tma)
@@ -280,9 +294,10 @@ class FusedPlan final : public GpuPlan {
     a.splits = c.splits;
     const int64_t units = rs_tiles(shape_, c.width) * c.splits;
     const dim3 grid(unsigned(std::min<int64_t>(units, sm_count_)));
-    fused::rs::fused_rs_kernel<kRsBM, kRsDepth>
-        <<<grid, fused::rs::kThreads, RsCfg::kSmemBytes, stream()>>>(rs_maps_, a);
-    NVFP4_CHECK_LAUNCH();
+    if (c.width == 256)
+      launch_rs<RsCfg256>(rs_maps256_, a, grid, stream());
+    else
+      launch_rs<RsCfg128>(rs_maps_, a, grid, stream());
   }
 
   std::vector<std::string> candidates() const override {
@@ -305,12 +320,24 @@ class FusedPlan final : public GpuPlan {
   }
 
  private:
-  // The default: v5 (split-K 1) when its tiles fit in one round on the SMs, else v3 with
-  // default_tile() and the cvt decoder (see the header).
+  // The default: v5 without split-K (TMA path), with the tile height of fewer estimated waves:
+  // cost = ceil(tiles / SMs) * (1 for BM = 128, 1.5 for BM = 256: the measured main-loop time of
+  // one BM = 256 tile over one BM = 128 tile, FUSED_NOTES v5b); ties go to BM = 128. Else v3
+  // with default_tile() and the cvt decoder (see the header).
   size_t default_candidate() const {
-    for (size_t i = 0; i < cands_.size(); ++i)
-      if (cands_[i].rs && cands_[i].splits == 1 && rs_tiles(shape_, kRsBM) <= int64_t(sm_count_))
-        return i;
+    size_t best = cands_.size();
+    double best_cost = 1e300;
+    for (size_t i = 0; i < cands_.size(); ++i) {
+      if (!cands_[i].rs || cands_[i].splits != 1) continue;
+      const double waves = std::ceil(double(rs_tiles(shape_, cands_[i].width)) /
+                                     double(std::max(1, sm_count_)));
+      const double cost = waves * (cands_[i].width == 256 ? 1.5 : 1.0);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = i;
+      }
+    }
+    if (best < cands_.size()) return best;
     const int bn = kTileWidths[default_tile(shape_, sm_count_)];
     for (size_t i = 0; i < cands_.size(); ++i)
       if (!cands_[i].rs && cands_[i].width == bn && cands_[i].int_decode == kDefaultIntDecode)
@@ -323,16 +350,16 @@ class FusedPlan final : public GpuPlan {
   // v5 workspace: decoded activations, phase-0 chunk flags, the queue, split-K partials.
   void make_rs_workspace(const Problem& p, int max_splits) {
     const int64_t nk = shape_.K / fused::rs::kBK;
-    const int64_t mt128 = (shape_.M + kRsBM - 1) / kRsBM;
+    const int64_t mt128 = (shape_.M + 127) / 128;  // chunks of the smaller tile height
     act_ = DeviceBuffer<uint16_t>(size_t(shape_.L * shape_.M * shape_.K));
     chunk_state_ = DeviceBuffer<unsigned long long>(size_t(nk * shape_.L * mt128));
     sync_ = DeviceBuffer<fused::rs::SyncState>(1);
-    const int64_t tiles = rs_tiles(shape_, kRsBM);
+    const int64_t tiles = rs_tiles(shape_, 128);
     const int64_t units = max_splits > 1 ? tiles * max_splits : 0;
     tile_count_ = DeviceBuffer<unsigned int>(size_t(std::max<int64_t>(tiles, 1)));
     ready_ = DeviceBuffer<unsigned long long>(size_t(std::max<int64_t>(units, 1)));
     // A unit's partial is 2 * BM * 64 floats.
-    partials_ = DeviceBuffer<float>(size_t(std::max<int64_t>(units * 2 * kRsBM * fused::rs::kNT, 1)));
+    partials_ = DeviceBuffer<float>(size_t(std::max<int64_t>(units * 2 * 128 * fused::rs::kNT, 1)));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(chunk_state_.get(), 0, chunk_state_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(sync_.get(), 0, sync_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(tile_count_.get(), 0, tile_count_.bytes(), stream()));
@@ -345,7 +372,9 @@ class FusedPlan final : public GpuPlan {
                                  p.alpha1, p.alpha2};
     try {
       rs_maps_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(), sfb2_.get(),
-                                         kRsBM);
+                                         128);
+      rs_maps256_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
+                                            sfb2_.get(), 256);
     } catch (const std::runtime_error& e) {
       throw CudaError(e.what());
     }
@@ -364,7 +393,7 @@ class FusedPlan final : public GpuPlan {
   DeviceBuffer<unsigned int> tile_count_;
   DeviceBuffer<float> partials_;
   fused::rs::RsArgs rs_args_{};
-  fused::rs::RsMaps rs_maps_{};
+  fused::rs::RsMaps rs_maps_{}, rs_maps256_{};  // activation tile height 128, 256
 };
 
 // Shape limits (grid dimensions, 32-bit sizes in the kernel) and the device: the kernel exists

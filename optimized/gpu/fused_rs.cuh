@@ -29,7 +29,7 @@
 //   block (see kLogicalWord below); phase 0 writes the activations in the same permuted order, so
 //   the dot products are unchanged (fp32 accumulation of exact products, as in v3).
 // * Warp roles: consumer warpgroups (2) decode weights + issue wgmma + epilogue; one thread of
-//   the producer warpgroup issues the TMA loads (activation tile, packed weight bytes, scale bytes) into an S-deep
+//   the producer warp issues the TMA loads (activation tile, packed weight bytes, scale bytes) into an S-deep
 //   ring with full/empty mbarriers. No proxy fence and no CTA barrier in the main loop.
 // * Persistent schedule with split-K: grid = min(units, SMs); unit u = (tile, split), splits
 //   chosen by the host to balance work over the SMs. With splits > 1, each (tile, split) that is
@@ -77,8 +77,9 @@ constexpr int kConsumers = 128 * kWGs;
 constexpr int kThreads = kConsumers + 128;   // + a producer warpgroup (one warp issues TMA)
 // Register split (setmaxnreg): the launch gives every thread 168 (65536 / 384, rounded down to 8);
 // the producer warpgroup gives back down to 56 (40 made its rare phase-0 fallback spill) and the
-// consumers may take 224: 128 * 56 + 256 * 224 <= 65536. (ptxas still compiles the consumer code
-// for 168 registers; BM = 128 needs no more.)
+// consumers take 224: 128 * 56 + 256 * 224 <= 65536. ptxas allocates the consumer code within
+// 224 (BM = 256: 128 accumulators + two fragment sets, no spill); the split-K reduction is
+// compiled for BM = 128 only (with BM = 256 it spilled 2 KB).
 constexpr int kProducerRegs = 56;
 constexpr int kConsumerRegs = 224;
 constexpr int kBK = 64;
@@ -148,6 +149,13 @@ __device__ __forceinline__ void wait_tag(const unsigned long long* p, unsigned l
 // One E4M3 scale byte -> (scale * 64) in both fp16 halves (decode8 yields value * 2^-6).
 __device__ __forceinline__ uint32_t scale64(uint32_t b) {
   return hmul2(e4m3x2_lo_to_f16x2(b * 0x0101u), 0x54005400u);
+}
+
+// Timing probe (kProbe bit 9): global nanosecond clock, stamped into the partials workspace.
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
 }
 
 // Phase 0: decodes chunks [q, q + nb) into the workspace, permuted (kLogicalWord). Chunk c is
@@ -257,6 +265,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned long long gen;
   asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
   const unsigned long long tag = gen + 1;
+  // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 8 slots per CTA:
+  // 0 start, 1 consumers' phase-0 batch published, 2 producer sees its first chunk ready,
+  // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals.
+  unsigned long long* const stamp =
+      reinterpret_cast<unsigned long long*>(args.partials) + 8 * blockIdx.x;
+  if constexpr ((kProbe & 512) != 0) {
+    if (tid == 0) stamp[0] = gtimer();
+  }
 
   // Unit u -> tile (l, mt, nt) and its K blocks [kb0, kb1).
   auto unit_of = [&](int u, int& l, int& mt, int& nt, int& split, int& kb0, int& kb1) {
@@ -272,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (tid >= kConsumers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    // Producer: warp 0 of the warpgroup; lane 0 issues each stage's five TMA boxes, S stages
+    // Producer warp: lane 0 issues each stage's TMA boxes, S stages
     // ahead. The warp polls the activation chunks' done flags 32 stages at a time (one load per
     // lane), so a ready chunk costs no round trip to L2 per stage.
     if (tid / 32 == kConsumers / 32) {
@@ -293,6 +309,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t kb_stride = int64_t(args.L) * args.m_tiles;
         uint32_t ready = 0;
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
+          // The weight stage first: it does not depend on phase 0, so the first WS stages load
+          // while the activations are still being decoded.
+          if (lane == 0 && kb % 4 == 0) {  // a weight stage: 256 K of B1, B2 and their scales
+            const int ws = int(wit % Cfg::WS);
+            if (wit >= uint32_t(Cfg::WS)) mbar_wait(wempty_bar + 8 * ws, ((wit / Cfg::WS) - 1) & 1);
+            const uint32_t wfull = wfull_bar + 8 * ws;
+            const uint32_t wst = wring + ws * Cfg::kWStageBytes;
+            mbar_arrive_expect_tx(wfull, (kProbe & 8) ? 0 : Cfg::kWStageBytes);
+            if constexpr ((kProbe & 8) == 0) {
+              tma_load_3d(wst, &maps.b1, kb * 32, nt * kNT, l, wfull);
+              tma_load_3d(wst + Cfg::kWBytes, &maps.b2, kb * 32, nt * kNT, l, wfull);
+              tma_load_3d(wst + 2 * Cfg::kWBytes, &maps.sfb1, kb * 4, nt * kNT, l, wfull);
+              tma_load_3d(wst + 2 * Cfg::kWBytes + Cfg::kSBytes, &maps.sfb2, kb * 4, nt * kNT, l,
+                          wfull);
+            }
+            ++wit;
+          }
           if constexpr ((kProbe & 4) == 0) {
             // (Re)poll the window [kb, kb + 32) whenever stage kb is not known to be ready; the
             // proxy fence after a poll orders the chunks' generic-proxy writes (acquired above)
@@ -316,29 +349,20 @@ __global__ void __launch_bounds__(kThreads, 1)
               if (q < chunks) {
                 const int nb = min(batch, chunks - q);
                 decode_batch<BM, 1>(args, q, nb, lane, 32);  // (the producer has few registers)
+                if constexpr ((kProbe & 512) != 0) {
+                  if (lane == 0) stamp[6] += 1;
+                }
                 publish_batch(args, q, nb, tag, [] { __syncwarp(); }, lane == 0);
               } else {
                 __nanosleep(128);
               }
             }
             if (polled && lane == 0) fence_proxy_async_global();
+            if constexpr ((kProbe & 512) != 0) {
+              if (lane == 0 && it == 0) stamp[2] = gtimer();
+            }
           }
           if (lane == 0) {
-            if (kb % 4 == 0) {  // a weight stage: 256 K of B1, B2 and their scales
-              const int ws = int(wit % Cfg::WS);
-              if (wit >= uint32_t(Cfg::WS)) mbar_wait(wempty_bar + 8 * ws, ((wit / Cfg::WS) - 1) & 1);
-              const uint32_t wfull = wfull_bar + 8 * ws;
-              const uint32_t wst = wring + ws * Cfg::kWStageBytes;
-              mbar_arrive_expect_tx(wfull, (kProbe & 8) ? 0 : Cfg::kWStageBytes);
-              if constexpr ((kProbe & 8) == 0) {
-                tma_load_3d(wst, &maps.b1, kb * 32, nt * kNT, l, wfull);
-                tma_load_3d(wst + Cfg::kWBytes, &maps.b2, kb * 32, nt * kNT, l, wfull);
-                tma_load_3d(wst + 2 * Cfg::kWBytes, &maps.sfb1, kb * 4, nt * kNT, l, wfull);
-                tma_load_3d(wst + 2 * Cfg::kWBytes + Cfg::kSBytes, &maps.sfb2, kb * 4, nt * kNT, l,
-                            wfull);
-              }
-              ++wit;
-            }
             const int s = int(it % S);
             if (it >= uint32_t(S)) mbar_wait(empty_bar + 8 * s, ((it / S) - 1) & 1);
             const uint32_t full = full_bar + 8 * s;
@@ -364,6 +388,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int nb = min(batch, chunks - q);
         decode_batch<BM, 4>(args, q, nb, tid, kConsumers);
         publish_batch(args, q, nb, tag, [] { consumer_sync(kConsumers); }, tid == 0);
+        if constexpr ((kProbe & 512) != 0) {
+          if (tid == 0) stamp[1] = gtimer();
+        }
       }
     }
 
@@ -422,6 +449,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto issue = [&](const uint32_t(&f)[4][4], int i) {
         const uint32_t q = it + uint32_t(i);
         mbar_wait(full_bar + 8 * (q % S), (q / S) & 1);
+        if constexpr ((kProbe & 512) != 0) {
+          if (tid == 0 && q == 0) stamp[3] = gtimer();
+        }
         if constexpr ((kProbe & 2) == 0) {
           const uint64_t desc = sw128_desc(ring + (q % S) * Cfg::kActBytes);
           if ((kProbe & 64) == 0 || i == 0) wgmma_fence();
@@ -449,12 +479,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (i + 1 < n) step(f1, f0, i + 1);
       }
       wgmma_wait<0>(acc);
+      if constexpr ((kProbe & 512) != 0) {
+        if (tid == 0 && it == 0) stamp[4] = gtimer();
+      }
       release(empty_bar + 8 * ((it + uint32_t(n - 1)) % S));
       it += uint32_t(n);
       wit += uint32_t(n / 4);
 
       const int tile = u / args.splits;
-      if (args.splits > 1) {
+      if (BM == 128 && args.splits > 1) {  // (BM = 256 runs with splits == 1 only)
         // Split-K: the last of the tile's units to arrive adds the partials in split order.
         const uint32_t flag = scratch + 12;
         consumer_sync(kConsumers);
@@ -538,6 +571,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
+  if constexpr ((kProbe & 512) != 0) {
+    if (tid == 0) stamp[5] = gtimer();
+  }
   // The last CTA to finish resets the queue and starts the next generation.
   __syncthreads();
   if (tid == 0) {
