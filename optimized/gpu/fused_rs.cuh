@@ -151,6 +151,26 @@ __device__ __forceinline__ uint32_t scale64(uint32_t b) {
   return hmul2(e4m3x2_lo_to_f16x2(b * 0x0101u), 0x54005400u);
 }
 
+// silu(alpha1 g) * (alpha2 u) as silu_mul does, without its branch: the IEEE division's
+// slow-path check splits every element into its own basic block, and the epilogue then ran
+// latency-bound (~4 us for BM = 256; the same math with __expf / __fdividef took ~1.3 us).
+// Here q = x / d, d = 1 + expf(-x) in [1, inf], is rcp.approx plus one FMA correction step:
+// with r = (1 + e1) / d, |e1| <= 2^-23, the residual x - d*q0 is formed by one FMA and
+// q0 + r*residual is within 0.5 ulp + 2^-44 relative of x / d — the error the harness's
+// epilogue bound allows for the division (Tolerance::kEpilogueRel: exp, 1 + e, divide,
+// multiply), whose other operations are unchanged. d = inf (x < -88.7) gives x / d = -0 by a
+// select; NaN propagates.
+__device__ __forceinline__ float silu_mul_nb(float g, float u, float alpha1, float alpha2) {
+  const float x = alpha1 * g;
+  const float d = 1.0f + expf(-x);
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
+  const float q0 = x * r;
+  float q = fmaf(fmaf(-d, q0, x), r, q0);
+  q = d == __int_as_float(0x7F800000) ? copysignf(0.0f, x) : q;
+  return q * (alpha2 * u);
+}
+
 // Timing probe (kProbe bit 9): global nanosecond clock, stamped into the partials workspace.
 __device__ __forceinline__ unsigned long long gtimer() {
   unsigned long long t;
@@ -258,18 +278,30 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(wempty_bar + 8 * s, kConsumers / 32);
     }
     mbar_init_fence();
+    // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
+    // trips, issued back to back.
     const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
+    if constexpr ((kProbe & 4) == 0) {
+      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
+      sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
+    }
     asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
   }
   __syncthreads();
   unsigned long long gen;
   asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
+  if constexpr ((kProbe & 512) != 0) {
+    if (tid == 0)
+      reinterpret_cast<unsigned long long*>(args.partials)[16 * blockIdx.x + 8] = gtimer();
+  }
   const unsigned long long tag = gen + 1;
-  // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 8 slots per CTA:
+  // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 16 slots per CTA:
   // 0 start, 1 consumers' phase-0 batch published, 2 producer sees its first chunk ready,
-  // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals.
+  // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals, 7 first
+  // unit's silu·mul staged, 8 setup done, 9 phase-0 stores issued, 10 phase-0 proxy fences
+  // done (with split-K the stamps and the partials share the workspace: probe splits == 1).
   unsigned long long* const stamp =
-      reinterpret_cast<unsigned long long*>(args.partials) + 8 * blockIdx.x;
+      reinterpret_cast<unsigned long long*>(args.partials) + 16 * blockIdx.x;
   if constexpr ((kProbe & 512) != 0) {
     if (tid == 0) stamp[0] = gtimer();
   }
@@ -379,15 +411,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     // queue and decode it. Whatever is left in the queue (CTAs that never ran concurrently) is
     // taken by the producer warp of a CTA that waits for it (see the producer).
     if constexpr ((kProbe & 4) == 0) {
-      const uint32_t chunk_slot = scratch + 8;
       const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
-      if (tid == 0) sts32(chunk_slot, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
-      consumer_sync(kConsumers);
-      const int q = int(lds32(chunk_slot));
+      const int q = int(lds32(scratch + 8));  // taken in the setup above
       if (q < chunks) {
         const int nb = min(batch, chunks - q);
         decode_batch<BM, 4>(args, q, nb, tid, kConsumers);
-        publish_batch(args, q, nb, tag, [] { consumer_sync(kConsumers); }, tid == 0);
+        if constexpr ((kProbe & 512) != 0) {
+          if (tid == 0) stamp[9] = gtimer();
+        }
+        publish_batch(args, q, nb, tag,
+                      [&] {
+                        consumer_sync(kConsumers);
+                        if constexpr ((kProbe & 512) != 0) {
+                          if (tid == 0) stamp[10] = gtimer();
+                        }
+                      },
+                      tid == 0);
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[1] = gtimer();
         }
@@ -546,12 +585,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float y = silu_mul(acc[4 * j + e], acc[4 * j + 2 + e], args.alpha1, args.alpha2);
+          const float y =
+              silu_mul_nb(acc[4 * j + e], acc[4 * j + 2 + e], args.alpha1, args.alpha2);
           sts16(staging + (8 * j + 2 * t + e) * Cfg::kStRow + wrow * 2,
                 __half_as_ushort(__float2half_rn(y)));
         }
       }
       consumer_sync(kConsumers);
+      if constexpr ((kProbe & 512) != 0) {
+        if (tid == 0 && it == uint32_t(kb1 - kb0)) stamp[7] = gtimer();
+      }
       const int m0 = mt * BM, n0 = nt * kNT;
       const bool vec_ok = (args.N % 8) == 0;
       for (int q = tid; q < BM * (kNT / 8); q += kConsumers) {
