@@ -76,12 +76,12 @@ constexpr int kNT = 32 * kWGs;               // columns of C per tile
 constexpr int kConsumers = 128 * kWGs;
 constexpr int kThreads = kConsumers + 128;   // + a producer warpgroup (one warp issues TMA)
 // Register split (setmaxnreg): the launch gives every thread 168 (65536 / 384, rounded down to 8);
-// the producer warpgroup gives back down to 56 (40 made its rare phase-0 fallback spill) and the
-// consumers take 224: 128 * 56 + 256 * 224 <= 65536. ptxas allocates the consumer code within
-// 224 (BM = 256: 128 accumulators + two fragment sets, no spill); the split-K reduction is
-// compiled for BM = 128 only (with BM = 256 it spilled 2 KB).
-constexpr int kProducerRegs = 56;
-constexpr int kConsumerRegs = 224;
+// the producer warpgroup gives back down to 64 (its rare phase-0 fallback decode spilled with
+// 56) and the consumers take 216: 128 * 64 + 256 * 216 <= 65536. ptxas allocates the consumer
+// code within that budget (BM = 256: 128 accumulators + two fragment sets, no spill); the
+// split-K reduction is compiled for BM = 128 only (with BM = 256 it spilled 2 KB).
+constexpr int kProducerRegs = 64;
+constexpr int kConsumerRegs = 216;
 constexpr int kBK = 64;
 
 // Shared memory: an activation ring of S stages (64 K each: BM rows x 128 bytes, 128B swizzle)
@@ -100,7 +100,7 @@ struct RsConfig {
   static constexpr int kWStageBytes = 2 * kWBytes + 2 * kSBytes;  // = TMA bytes
   static constexpr int kStRow = kNT * 2 + 16;     // epilogue staging row (padded, bytes)
   static constexpr int kStagingBytes = BM * kStRow;
-  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 16;
+  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 24;
   static constexpr int kSmemBytes =
       1024 + S * kActBytes + WS * kWStageBytes + kStagingBytes + kBarBytes;
   static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
@@ -180,46 +180,148 @@ __device__ __forceinline__ unsigned long long gtimer() {
 
 // Phase 0: decodes chunks [q, q + nb) into the workspace, permuted (kLogicalWord). Chunk c is
 // (kb, l, mt) = (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of
-// A[l], K block kb. Work item = (chunk, row, 16-element block t); thread `tid` of `n` takes items
-// tid, tid + n, ...; the loads of U items are issued before any is decoded.
+// A[l], K block kb. Work item = (chunk, row): 64 elements, read as 32 packed bytes (two 16-byte
+// loads) and 4 scale bytes (one 4-byte load), written as one whole 128-byte line of the
+// workspace (eight 16-byte stores: logical words 4j..4j+3 are decoded word j of blocks 0..3).
+// Thread `tid` of `n` takes items tid, tid + n, ...; the loads of U items are issued before any
+// is decoded. (A thread per 16-element block, writing eight scattered 4-byte words, took 2x to
+// 3x longer: partial-sector stores.)
 template <int BM, int U>
 __device__ void decode_batch(const RsArgs& a, int q, int nb, int tid, int n) {
-  const int K = a.K, items = nb * BM * 4;
+  const int K = a.K, items = nb * BM;
   for (int base = tid; base < items; base += U * n) {
-    uint2 p[U];
+    uint4 p[U][2];
     uint32_t sc[U];
-    int64_t row[U];
-    int kb[U], t[U];
+    int64_t off[U];  // element offset of the item's 64-block in A and in the workspace
 #pragma unroll
     for (int x = 0; x < U; ++x) {
       const int it = base + x * n;
-      const int c = q + it / (BM * 4), r = (it % (BM * 4)) >> 2;
-      kb[x] = c / (a.L * a.m_tiles);
+      const int c = q + it / BM, r = it % BM;
+      const int kb = c / (a.L * a.m_tiles);
       const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
-      t[x] = it & 3;
-      row[x] = -1;
+      off[x] = -1;
       if (it < items && m < a.M) {
-        row[x] = int64_t(l) * a.M + m;
-        p[x] = __ldg(reinterpret_cast<const uint2*>(a.a + row[x] * (K / 2) + kb[x] * 32 + 8 * t[x]));
-        sc[x] = __ldg(a.sfa + row[x] * (K / 16) + kb[x] * 4 + t[x]);
+        off[x] = (int64_t(l) * a.M + m) * K + int64_t(kb) * kBK;
+        const uint4* src = reinterpret_cast<const uint4*>(a.a + off[x] / 2);
+        p[x][0] = __ldg(src);
+        p[x][1] = __ldg(src + 1);
+        sc[x] = __ldg(reinterpret_cast<const uint32_t*>(a.sfa + off[x] / 16));
       }
     }
 #pragma unroll
     for (int x = 0; x < U; ++x) {
-      if (row[x] < 0) continue;  // past the batch or past M (TMA zero-fills those rows)
-      const uint32_t s = scale64(sc[x]);
-      const uint4 lo = decode8(p[x].x, s), hi = decode8(p[x].y, s);
-      uint32_t* dst = reinterpret_cast<uint32_t*>(a.act + row[x] * K + kb[x] * kBK);
-      dst[kLogicalWord(0, t[x])] = lo.x;
-      dst[kLogicalWord(1, t[x])] = lo.y;
-      dst[kLogicalWord(2, t[x])] = lo.z;
-      dst[kLogicalWord(3, t[x])] = lo.w;
-      dst[kLogicalWord(4, t[x])] = hi.x;
-      dst[kLogicalWord(5, t[x])] = hi.y;
-      dst[kLogicalWord(6, t[x])] = hi.z;
-      dst[kLogicalWord(7, t[x])] = hi.w;
+      if (off[x] < 0) continue;  // past the batch or past M (TMA zero-fills those rows)
+      uint4 d[4][2];  // decoded words 0..7 of blocks t = 0..3
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const uint32_t s = scale64((sc[x] >> (8 * t)) & 0xFFu);
+        const uint32_t lo = (t & 1) ? (t & 2 ? p[x][1].z : p[x][0].z) : (t & 2 ? p[x][1].x : p[x][0].x);
+        const uint32_t hi = (t & 1) ? (t & 2 ? p[x][1].w : p[x][0].w) : (t & 2 ? p[x][1].y : p[x][0].y);
+        d[t][0] = decode8(lo, s);
+        d[t][1] = decode8(hi, s);
+      }
+      uint4* dst = reinterpret_cast<uint4*>(a.act + off[x]);
+      auto word = [&](int t, int j) {
+        const uint4& v = d[t][j / 4];
+        return (j % 4 == 0) ? v.x : (j % 4 == 1) ? v.y : (j % 4 == 2) ? v.z : v.w;
+      };
+#pragma unroll
+      for (int j = 0; j < 8; ++j)  // logical words 4j + t = kLogicalWord(j, t), t = 0..3
+        dst[j] = make_uint4(word(0, j), word(1, j), word(2, j), word(3, j));
     }
   }
+}
+
+// TMA store of a box from shared memory (bulk-group completion) and its waits.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1,
+                                             int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_wait_read() {  // the stores have read shared memory
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_wait() {  // the stores are complete
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+// Phase 0 of the consumers: as decode_batch, but each chunk is decoded into a BM x 64 fp16 tile
+// of shared memory (`tiles`, room for `slots` chunks, 128B-swizzled like the activation ring)
+// and written to the workspace by one TMA store per chunk: whole lines through the async proxy
+// instead of per-thread 16-byte stores. The stores of the last group are complete (and made
+// visible to the async proxy of every SM, see publish_batch) when this returns; `sync` is the
+// group's barrier, `leader` the thread that issues the stores.
+template <int BM, int U, class Sync>
+__device__ void decode_batch_tma(const RsArgs& a, const CUtensorMap* map, int q, int nb, int tid,
+                                 int n, uint32_t tiles, int slots, Sync sync, bool leader) {
+  const int K = a.K;
+  for (int g0 = 0; g0 < nb; g0 += slots) {
+    const int gn = min(slots, nb - g0), items = gn * BM;
+    if (g0 > 0) {  // the previous group's stores have read the tiles
+      if (leader) bulk_wait_read();
+      sync();
+    }
+    for (int base = tid; base < items; base += U * n) {
+      uint4 p[U][2];
+      uint32_t sc[U];
+      int64_t off[U];
+#pragma unroll
+      for (int x = 0; x < U; ++x) {
+        const int it = base + x * n;
+        const int c = q + g0 + it / BM, r = it % BM;
+        const int kb = c / (a.L * a.m_tiles);
+        const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
+        off[x] = -1;
+        if (it < items && m < a.M) {
+          off[x] = (int64_t(l) * a.M + m) * K + int64_t(kb) * kBK;
+          const uint4* src = reinterpret_cast<const uint4*>(a.a + off[x] / 2);
+          p[x][0] = __ldg(src);
+          p[x][1] = __ldg(src + 1);
+          sc[x] = __ldg(reinterpret_cast<const uint32_t*>(a.sfa + off[x] / 16));
+        }
+      }
+#pragma unroll
+      for (int x = 0; x < U; ++x) {
+        if (off[x] < 0) continue;  // rows past M: the TMA store clips them
+        const int it = base + x * n, r = it % BM;
+        uint4 d[4][2];
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const uint32_t s = scale64((sc[x] >> (8 * t)) & 0xFFu);
+          const uint32_t lo = (t & 1) ? (t & 2 ? p[x][1].z : p[x][0].z) : (t & 2 ? p[x][1].x : p[x][0].x);
+          const uint32_t hi = (t & 1) ? (t & 2 ? p[x][1].w : p[x][0].w) : (t & 2 ? p[x][1].y : p[x][0].y);
+          d[t][0] = decode8(lo, s);
+          d[t][1] = decode8(hi, s);
+        }
+        auto word = [&](int t, int j) {
+          const uint4& v = d[t][j / 4];
+          return (j % 4 == 0) ? v.x : (j % 4 == 1) ? v.y : (j % 4 == 2) ? v.z : v.w;
+        };
+        const uint32_t row = tiles + uint32_t(it / BM) * uint32_t(BM * 128) + uint32_t(r) * 128u;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)  // 16-byte unit j of the row, at j ^ (r % 8) (128B swizzle)
+          sts128(row + uint32_t(((j ^ (r & 7))) << 4),
+                 make_uint4(word(0, j), word(1, j), word(2, j), word(3, j)));
+      }
+    }
+    fence_proxy_async();  // this thread's tile writes -> the TMA store (async proxy)
+    sync();
+    if (leader) {
+      for (int i = 0; i < gn; ++i) {
+        const int c = q + g0 + i;
+        const int kb = c / (a.L * a.m_tiles), l = (c / a.m_tiles) % a.L, mt = c % a.m_tiles;
+        tma_store_3d(map, tiles + uint32_t(i) * uint32_t(BM * 128), kb * kBK, mt * BM, l);
+      }
+      bulk_commit();
+    }
+  }
+  if (leader) bulk_wait();
 }
 
 // After decode_batch by a group of threads: makes the chunks [q, q + nb) visible to every
@@ -261,6 +363,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t wfull_bar = empty_bar + S * 8;                 // WS x 8
   const uint32_t wempty_bar = wfull_bar + Cfg::WS * 8;          // WS x 8
   const uint32_t scratch = wempty_bar + Cfg::WS * 8;  // 16 bytes: gen (8), chunk / flag (4)
+  const uint32_t ph0_bar = scratch + 16;  // consumers' phase 0 is done with the activation ring
 
   const int tid = threadIdx.x;
   const int nk = args.K / kBK;
@@ -277,6 +380,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(wfull_bar + 8 * s, 1);
       mbar_init(wempty_bar + 8 * s, kConsumers / 32);
     }
+    mbar_init(ph0_bar, 1);
     mbar_init_fence();
     // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
     // trips, issued back to back.
@@ -395,6 +499,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           }
           if (lane == 0) {
+            // The consumers' phase 0 stages its chunks in the activation ring.
+            if constexpr ((kProbe & 4) == 0) {
+              if (it == 0) mbar_wait(ph0_bar, 0);
+            }
             const int s = int(it % S);
             if (it >= uint32_t(S)) mbar_wait(empty_bar + 8 * s, ((it / S) - 1) & 1);
             const uint32_t full = full_bar + 8 * s;
@@ -415,22 +523,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int q = int(lds32(scratch + 8));  // taken in the setup above
       if (q < chunks) {
         const int nb = min(batch, chunks - q);
-        decode_batch<BM, 4>(args, q, nb, tid, kConsumers);
+        // Decoded into the (still unused) activation ring, written by TMA stores.
+        decode_batch_tma<BM, 4>(args, &maps.act, q, nb, tid, kConsumers, ring, S,
+                                [] { consumer_sync(kConsumers); }, tid == 0);
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[9] = gtimer();
         }
-        publish_batch(args, q, nb, tag,
-                      [&] {
-                        consumer_sync(kConsumers);
-                        if constexpr ((kProbe & 512) != 0) {
-                          if (tid == 0) stamp[10] = gtimer();
-                        }
-                      },
-                      tid == 0);
+        if (tid == 0) {
+          // The stores are complete: order them (async proxy) before the flags, for every SM.
+          fence_proxy_async_global();
+          __threadfence();
+          for (int c = q; c < q + nb; ++c)
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(args.chunk_state + c),
+                         "l"(tag)
+                         : "memory");
+        }
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[1] = gtimer();
         }
       }
+      if (tid == 0) mbar_arrive(ph0_bar);  // the ring is free for the producer
     }
 
     const int wg = tid / 128, w = (tid % 128) / 32, lane = tid % 32;
