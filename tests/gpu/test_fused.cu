@@ -165,6 +165,10 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       // K % 256 == 0 with several 256-K weight stages: the v5 kernel, its split-K candidates
       // (ragged M and N, N % 8 != 0, L > 1, several M tiles) and its phase-0 queue.
       {"100x70x1024x2", "normal", 8, 1.0f, 2.0f}, {"300x136x512", "gpumode", 9, 1.0f, 1.0f},
+      // Few tiles, many phase-0 chunks: each CTA's batch (16 chunks) is larger than the
+      // activation ring it is staged in (8 slots at BM = 128, 4 at BM = 256), so phase 0 goes
+      // through several staging groups; ragged M for both tile heights.
+      {"520x40x1024", "normal", 10, 1.0f, 1.0f},
   };
   for (const auto& c : cases) {
     Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
