@@ -28,9 +28,10 @@
 //   steps. The A-fragment places them at logical columns that are a fixed permutation of the
 //   block (see kLogicalWord below); phase 0 writes the activations in the same permuted order, so
 //   the dot products are unchanged (fp32 accumulation of exact products, as in v3).
-// * Warp roles: consumer warpgroups (2) decode weights + issue wgmma + epilogue; one thread of
-//   the producer warp issues the TMA loads (activation tile, packed weight bytes, scale bytes) into an S-deep
-//   ring with full/empty mbarriers. No proxy fence and no CTA barrier in the main loop.
+// * Warp roles: consumer warpgroups (2) decode weights + issue wgmma + epilogue; in the producer
+//   warpgroup, lane 0 of warp 0 issues the activation TMA loads (S-deep ring) and lane 0 of
+//   warp 1 the weight loads (packed bytes and scales, WS-deep ring), each with full/empty
+//   mbarriers. No proxy fence and no CTA barrier in the main loop.
 // * Persistent schedule with split-K: grid = min(units, SMs); unit u = (tile, split), splits
 //   chosen by the host to balance work over the SMs. With splits > 1, each (tile, split) that is
 //   not the last to arrive writes its fp32 partial G and U to a workspace; the last one adds all
@@ -427,17 +428,43 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Producer warp: lane 0 issues each stage's TMA boxes, S stages
     // ahead. The warp polls the activation chunks' done flags 32 stages at a time (one load per
     // lane), so a ready chunk costs no round trip to L2 per stage.
-    if (tid / 32 == kConsumers / 32) {
-      const int lane = tid % 32;
-      if (lane == 0) {
-        prefetch_tensormap(&maps.act);
-        prefetch_tensormap(&maps.b1);
-        prefetch_tensormap(&maps.b2);
-        prefetch_tensormap(&maps.sfb1);
-        prefetch_tensormap(&maps.sfb2);
+    if (tid == kConsumers + 32) {
+      // Weight producer (lane 0 of the second warp): each weight stage (256 K of B1, B2 and
+      // their scales) as soon as its ring slot is free — WS stages ahead of the consumers,
+      // whatever the activation stream is waiting for (phase 0 included). In the activation
+      // producer's loop the weights could get at most S activation stages ahead and waited
+      // behind every activation slot; the consumers then stalled on weights (ncu).
+      prefetch_tensormap(&maps.b1);
+      prefetch_tensormap(&maps.b2);
+      prefetch_tensormap(&maps.sfb1);
+      prefetch_tensormap(&maps.sfb2);
+      uint32_t wit = 0;  // weight stages issued
+      for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
+        int l, mt, nt, split, kb0, kb1;
+        unit_of(u, l, mt, nt, split, kb0, kb1);
+        for (int kb = kb0; kb < kb1; kb += 4, ++wit) {
+          const int ws = int(wit % Cfg::WS);
+          if (wit >= uint32_t(Cfg::WS)) mbar_wait(wempty_bar + 8 * ws, ((wit / Cfg::WS) - 1) & 1);
+          const uint32_t wfull = wfull_bar + 8 * ws;
+          const uint32_t wst = wring + ws * Cfg::kWStageBytes;
+          mbar_arrive_expect_tx(wfull, (kProbe & 8) ? 0 : Cfg::kWStageBytes);
+          if constexpr ((kProbe & 8) == 0) {
+            tma_load_3d(wst, &maps.b1, kb * 32, nt * kNT, l, wfull);
+            tma_load_3d(wst + Cfg::kWBytes, &maps.b2, kb * 32, nt * kNT, l, wfull);
+            tma_load_3d(wst + 2 * Cfg::kWBytes, &maps.sfb1, kb * 4, nt * kNT, l, wfull);
+            tma_load_3d(wst + 2 * Cfg::kWBytes + Cfg::kSBytes, &maps.sfb2, kb * 4, nt * kNT, l,
+                        wfull);
+          }
+        }
       }
+    }
+    if (tid / 32 == kConsumers / 32) {
+      // Activation producer (the first warp): polls phase 0's chunk flags, issues the
+      // activation stages S ahead and decodes unclaimed phase-0 batches itself.
+      const int lane = tid % 32;
+      if (lane == 0) prefetch_tensormap(&maps.act);
       const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
-      uint32_t it = 0, wit = 0;  // activation and weight stages issued
+      uint32_t it = 0;  // activation stages issued
       for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(u, l, mt, nt, split, kb0, kb1);
@@ -445,23 +472,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t kb_stride = int64_t(args.L) * args.m_tiles;
         uint32_t ready = 0;
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
-          // The weight stage first: it does not depend on phase 0, so the first WS stages load
-          // while the activations are still being decoded.
-          if (lane == 0 && kb % 4 == 0) {  // a weight stage: 256 K of B1, B2 and their scales
-            const int ws = int(wit % Cfg::WS);
-            if (wit >= uint32_t(Cfg::WS)) mbar_wait(wempty_bar + 8 * ws, ((wit / Cfg::WS) - 1) & 1);
-            const uint32_t wfull = wfull_bar + 8 * ws;
-            const uint32_t wst = wring + ws * Cfg::kWStageBytes;
-            mbar_arrive_expect_tx(wfull, (kProbe & 8) ? 0 : Cfg::kWStageBytes);
-            if constexpr ((kProbe & 8) == 0) {
-              tma_load_3d(wst, &maps.b1, kb * 32, nt * kNT, l, wfull);
-              tma_load_3d(wst + Cfg::kWBytes, &maps.b2, kb * 32, nt * kNT, l, wfull);
-              tma_load_3d(wst + 2 * Cfg::kWBytes, &maps.sfb1, kb * 4, nt * kNT, l, wfull);
-              tma_load_3d(wst + 2 * Cfg::kWBytes + Cfg::kSBytes, &maps.sfb2, kb * 4, nt * kNT, l,
-                          wfull);
-            }
-            ++wit;
-          }
           if constexpr ((kProbe & 4) == 0) {
             // (Re)poll the window [kb, kb + 32) whenever stage kb is not known to be ready; the
             // proxy fence after a poll orders the chunks' generic-proxy writes (acquired above)
