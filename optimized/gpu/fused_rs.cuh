@@ -14,7 +14,9 @@
 //   side, a 128B-swizzled fp16 tile in shared memory loaded by TMA.
 // * The activations (M rows, small) are decoded ONCE per call, in phase 0 of the same kernel, into
 //   a workspace in global memory (fp16, exact); every tile then streams them by TMA. Phase 0 hands
-//   out chunks (BM rows x 64 K) through an atomic work queue; a chunk's done flag is tagged with
+//   out chunks (BM rows x 64 K) through an atomic work queue; the consumers decode a chunk into a
+//   swizzled tile of the (still idle) activation ring and write it with one TMA store (the
+//   producer's fallback writes directly); a chunk's done flag is tagged with
 //   the launch's generation number, so nothing is reset between calls. A consumer of a chunk only
 //   ever waits for a chunk that some running CTA has taken from the queue (the waiting CTA's own
 //   consumer threads drain the queue before they leave phase 0), so the kernel cannot deadlock
@@ -32,6 +34,7 @@
 //   warpgroup, lane 0 of warp 0 issues the activation TMA loads (S-deep ring) and lane 0 of
 //   warp 1 the weight loads (packed bytes and scales, WS-deep ring), each with full/empty
 //   mbarriers. No proxy fence and no CTA barrier in the main loop.
+// * Tile: BM activation rows (128 or 256: m64n128k16 or m64n256k16) x 64 columns of C.
 // * Persistent schedule with split-K: grid = min(units, SMs); unit u = (tile, split), splits
 //   chosen by the host to balance work over the SMs. With splits > 1, each (tile, split) that is
 //   not the last to arrive writes its fp32 partial G and U to a workspace; the last one adds all
