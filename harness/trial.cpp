@@ -442,6 +442,30 @@ ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& o
   return run_child(t, true);
 }
 
+bool reap_within(int pid, int* status, double limit_s) {
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(limit_s));
+  for (;;) {
+    const pid_t w = waitpid(pid_t(pid), status, WNOHANG);
+    if (w == pid_t(pid)) return true;
+    if (w < 0 && errno != EINTR) return true;  // not (or no longer) our child: nothing to wait for
+    if (Clock::now() >= end) return false;
+    usleep(2000);
+  }
+}
+
+namespace {
+// Closes a file descriptor when the scope ends, unless closed before.
+struct FdGuard {
+  int fd = -1;
+  ~FdGuard() { close(); }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+}  // namespace
+
 ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
   ChildReport rep;
   const std::string dir = tmp_ + "/t" + std::to_string(counter_++);
@@ -451,8 +475,11 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Every descriptor is closed on every path out of here, exceptions included.
+  FdGuard read_end{fds[0]}, write_end{fds[1]};
+  FdGuard log_guard{::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+  FdGuard null_guard{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  const int log_fd = log_guard.fd, null_fd = null_guard.fd;
   // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
   const std::string encoded = encode_trial(spec, fds[1], dir, probe);
   std::vector<std::string> args = {exe_, "--child-trial", encoded};
@@ -478,9 +505,9 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
     _exit(127);
   }
   setpgid(pid, pid);  // also here: no window in which a kill(-pid) misses the group
-  ::close(fds[1]);
-  if (log_fd >= 0) ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
+  write_end.close();
+  log_guard.close();
+  null_guard.close();
 
   const Budgets& b = spec.options.budget;
   const auto trial_deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b.trial));
@@ -531,6 +558,19 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
     }
   };
 
+  // From here on the child exists: if anything below throws, it is killed (not left running).
+  struct ChildGuard {
+    pid_t pid;
+    bool armed = true;
+    ~ChildGuard() {
+      if (!armed) return;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      int st = 0;
+      reap_within(int(pid), &st, kReapSeconds);
+    }
+  } child_guard{pid};
+
   for (;;) {
     const auto now = Clock::now();
     const auto deadline = std::min(stage_deadline, trial_deadline);
@@ -563,27 +603,25 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
       pending.erase(0, nl + 1);
     }
   }
-  ::close(fds[0]);
+  read_end.close();
+  child_guard.armed = false;
   const auto end_of_talk = Clock::now();
 
   // Reap the child. After its pipe closed it has little left to do; give it a grace period.
+  // A killed child is waited for at most kReapSeconds (see reap_within).
   int status = 0;
+  const std::string left_behind = "child (pid " + std::to_string(pid) + ") not reaped within " +
+                                  one_decimal(kReapSeconds) +
+                                  " s after SIGKILL (stuck in an uninterruptible call?); left behind";
   if (killed) {
-    waitpid(pid, &status, 0);
-  } else {
-    const auto grace_end = Clock::now() + std::chrono::seconds(10);
-    for (;;) {
-      const pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) break;
-      if (w < 0 && errno != EINTR) break;
-      if (Clock::now() >= grace_end) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        rep.notes.push_back("child did not exit within 10 s after its last message; killed");
-        break;
-      }
-      usleep(2000);
+    if (!reap_within(int(pid), &status, kReapSeconds)) rep.notes.push_back(left_behind);
+  } else if (!reap_within(int(pid), &status, 10.0)) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    rep.notes.push_back("child did not exit within 10 s after its last message; killed");
+    if (!reap_within(int(pid), &status, kReapSeconds)) {
+      rep.notes.push_back(left_behind);
+      status = SIGKILL;  // reported as killed (WIFSIGNALED) since it never exited by itself
     }
   }
   rep.wall = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -127,6 +127,14 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
 // The child side: `harness --child-trial SPEC` (main calls this before parsing options).
 int child_main(const std::string& encoded);
 
+// Waits up to `limit_s` seconds for child `pid` to be reaped (status in *status); false if it was
+// not. A SIGKILLed child normally goes at once, but one inside an uninterruptible call (a hung
+// GPU driver ioctl) dies only when that call returns: the harness must not hang with it, so it
+// stops waiting and reports the child as left behind. Exposed for tests.
+bool reap_within(int pid, int* status, double limit_s);
+// Seconds run_child waits for a killed child to be reaped before leaving it behind.
+constexpr double kReapSeconds = 30.0;
+
 // SPEC encoding (exposed for tests): key=value lines, values percent-escaped.
 std::string encode_trial(const TrialSpec& spec, int fd, const std::string& dir, bool probe);
 TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool* probe);

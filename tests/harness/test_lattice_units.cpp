@@ -3,7 +3,12 @@
 // ddmin) against known answers, and suite narrowing.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "distributions.hpp"
@@ -93,6 +98,35 @@ TEST_CASE("the child's SPEC survives encoding") {
   CHECK(u.options.plan.tune_cache_dir == t.options.plan.tune_cache_dir);
   REQUIRE(u.options.faults.size() == 2);
   CHECK(u.options.faults[0].str() == "hang@tune:if=fused");
+}
+
+TEST_CASE("reap_within: reaps an exited child, gives up on a live one within its limit") {
+  using Clock = std::chrono::steady_clock;
+  int status = -1;
+  const pid_t quick = fork();
+  REQUIRE(quick >= 0);
+  if (quick == 0) _exit(7);
+  CHECK(nvfp4::reap_within(int(quick), &status, 5.0));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+
+  // A child that outlives the limit (here it sleeps; in the harness: a process stuck in a driver
+  // call after SIGKILL): reap_within returns false at the limit instead of blocking.
+  const pid_t slow = fork();
+  REQUIRE(slow >= 0);
+  if (slow == 0) {
+    sleep(30);
+    _exit(0);
+  }
+  const auto t0 = Clock::now();
+  CHECK_FALSE(nvfp4::reap_within(int(slow), &status, 0.2));
+  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  CHECK(waited >= 0.2);
+  CHECK(waited < 5.0);
+  kill(slow, SIGKILL);
+  CHECK(nvfp4::reap_within(int(slow), &status, 5.0));
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
 }
 
 TEST_CASE("lattice combinations come from the registry, never two variants") {
