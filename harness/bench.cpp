@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -48,6 +49,59 @@ namespace po = boost::program_options;
 
 namespace nvfp4 {
 
+BenchWatchdog::BenchWatchdog(double budget_s) : budget_(budget_s), thread_([this] { watch(); }) {}
+
+BenchWatchdog::~BenchWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void BenchWatchdog::step(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    what_ = what;
+    armed_ = true;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(budget_));
+  }
+  cv_.notify_all();
+}
+
+void BenchWatchdog::idle() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    armed_ = false;
+  }
+  cv_.notify_all();
+}
+
+void BenchWatchdog::watch() {
+  std::unique_lock<std::mutex> lock(m_);
+  while (!stop_) {
+    if (!armed_) {
+      cv_.wait(lock);
+      continue;
+    }
+    if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
+        Clock::now() >= deadline_) {
+      char line[1024];
+      std::snprintf(line, sizeof line,
+                    "harness --bench: TIMEOUT: %s exceeded its budget of %.1f s "
+                    "(--bench-budget); ending the process, exit 1\n",
+                    what_.c_str(), budget_);
+      std::fputs(line, stdout);
+      std::fflush(stdout);
+      std::fputs(line, stderr);
+      std::fflush(stderr);
+      std::_Exit(1);  // the hung step may hold the device: no destructors, no atexit handlers
+    }
+  }
+}
+
 po::options_description bench_options() {
   po::options_description d("Bench mode (--bench COMBO[,COMBO...], GPU only)");
   d.add_options()
@@ -67,7 +121,10 @@ po::options_description bench_options() {
       ("bench-warmup", po::value<int>()->default_value(3), "eager calls before capture and timing")
       ("bench-peak-size", po::value<int>()->default_value(8192),
        "size of the cubic bf16 GEMM that measures the peak (0: skip)")
-      ("bench-no-yardstick", po::bool_switch(), "skip the cuBLASLt GEMM-alone yardstick");
+      ("bench-no-yardstick", po::bool_switch(), "skip the cuBLASLt GEMM-alone yardstick")
+      ("bench-budget", po::value<double>()->default_value(120.0),
+       "seconds one bench step (a stage of a combination, the yardstick, ...) may take; past it "
+       "the bench names the step and exits 1");
   return d;
 }
 
@@ -252,6 +309,9 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
     cfg.min_reps = std::max(3, vm["bench-min-reps"].as<int>());
     cfg.max_reps = std::max(cfg.min_reps, vm["bench-max-reps"].as<int>());
     cfg.warmup = std::max(0, vm["bench-warmup"].as<int>());
+    const double budget = vm["bench-budget"].as<double>();
+    if (!(budget > 0) || !std::isfinite(budget))
+      throw InputError("--bench-budget must be a positive number of seconds");
   } catch (const InputError& e) {
     std::fprintf(stderr, "harness --bench: %s\n", e.what());
     return 2;
@@ -261,7 +321,9 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
   const int peak_size = vm["bench-peak-size"].as<int>();
   const bool yardstick = !vm["bench-no-yardstick"].as<bool>();
 
+  BenchWatchdog watchdog(vm["bench-budget"].as<double>());
   // ---- device ----
+  watchdog.step("GPU availability check and context creation");
   const Backend* be = Registry::instance().backend("gpu");
   const Support avail = be ? be->available() : Support::no("no gpu backend registered");
   if (!avail.ok) {
@@ -280,6 +342,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
               context_s, cfg.rse * 100, cfg.min_reps, cfg.max_reps, cfg.max_time);
   double peak = NAN;
   if (peak_size > 0) {
+    watchdog.step("the bf16 peak measurement (cuBLASLt " + std::to_string(peak_size) + "^3)");
     peak = gpu::measure_bf16_peak_flops(peak_size, peak_size, peak_size, 20);
     std::printf("bench: bf16 peak (cuBLASLt %d^3, best of 4 algorithms, median of 20): %.1f TFLOP/s\n",
                 peak_size, peak * 1e-12);
@@ -304,6 +367,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
     std::printf("\n== %s (%s, seed %llu) ==\n", shape.str().c_str(), dist.c_str(),
                 (unsigned long long)seed);
     std::fflush(stdout);
+    watchdog.step(shape.str() + ": inputs and the exact reference");
     const Problem p = make_problem(shape, dist, seed);
     const auto t_ref = Clock::now();
     ReferenceOptions ro;
@@ -318,6 +382,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
       sr.yard_plain.shape = sr.yard_graph.shape = shape.str();
       sr.yard_plain.combo = "cublasLt-gemm-alone";
       sr.yard_graph.combo = "cublasLt-gemm-alone+graph";
+      watchdog.step(shape.str() + ": the cuBLASLt GEMM-alone yardstick");
       try {
         const auto t0 = Clock::now();
         std::unique_ptr<gpu::GpuPlan> y = gpu::make_gemm_yardstick(p);
@@ -377,6 +442,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
       Row r;
       r.shape = shape.str();
       r.combo = part == gpu::PlainPart::DecodeA ? "part:decode-A" : "part:silu-mul";
+      watchdog.step(shape.str() + " " + r.combo);
       try {
         std::unique_ptr<gpu::GpuPlan> pp = gpu::make_plain_part(p, part);
         r.describe = pp->describe();
@@ -401,7 +467,9 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
       row.combo = combo.str();
       PlanOptions opts;  // in-process tune cache only: the tune stage is measured, not skipped
       // Runs the stages; returns early with row.outcome / row.message set on SKIP or FAIL.
+      const std::string where = shape.str() + " " + combo.str() + ": stage ";
       auto bench_one = [&]() {
+        watchdog.step(where + "init");
         const Support sup = combo_supports("gpu", combo, shape);
         if (!sup.ok) {
           row.outcome = "SKIP";
@@ -415,11 +483,13 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
         gpu::GpuPlan* gp = gpu::gpu_base(*plan);
         if (!gp) throw std::runtime_error("not a GPU plan");
         if (combo_has_stage("gpu", combo, Stage::Tune)) {
+          watchdog.step(where + "tune");
           t0 = Clock::now();
           plan->tune();
           plan->synchronize();
           row.tune_s = since(t0);
         }
+        watchdog.step(where + "first call");
         plan->poison_output(kPoisonBits);
         plan->synchronize();
         t0 = Clock::now();
@@ -443,11 +513,13 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
           return false;
         };
         if (!verify("first call")) return;
+        watchdog.step(where + "warmup");
         t0 = Clock::now();
         for (int i = 0; i < cfg.warmup; ++i) plan->enqueue();
         plan->synchronize();
         row.warmup_s = since(t0);
         if (combo_has_stage("gpu", combo, Stage::Capture)) {
+          watchdog.step(where + "capture");
           t0 = Clock::now();
           plan->capture();
           plan->synchronize();
@@ -457,6 +529,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
           if (!verify("first replay")) return;
         }
         row.describe = plan->describe();
+        watchdog.step(where + "run (timed calls)");
         row.st = measure(*gp, [&] { plan->enqueue(); }, cfg);
         plan->poison_output(kPoisonBits);
         plan->enqueue();
@@ -492,6 +565,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
     }
     results.push_back(std::move(sr));
   }
+  watchdog.idle();
 
   // ---- summary table ----
   std::printf("\nSummary (medians of L2-flushed calls; x-yard = time / cuBLASLt GEMM alone, graph "
