@@ -182,56 +182,71 @@ __device__ __forceinline__ unsigned long long gtimer() {
   return t;
 }
 
-// Phase 0: decodes chunks [q, q + nb) into the workspace, permuted (kLogicalWord). Chunk c is
-// (kb, l, mt) = (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of
-// A[l], K block kb. Work item = (chunk, row): 64 elements, read as 32 packed bytes (two 16-byte
-// loads) and 4 scale bytes (one 4-byte load), written as one whole 128-byte line of the
-// workspace (eight 16-byte stores: logical words 4j..4j+3 are decoded word j of blocks 0..3).
-// Thread `tid` of `n` takes items tid, tid + n, ...; the loads of U items are issued before any
-// is decoded. (A thread per 16-element block, writing eight scattered 4-byte words, took 2x to
-// 3x longer: partial-sector stores.)
+// Phase 0 work items: item `it` of a batch that starts at chunk q is row block (chunk
+// q + it / BM, row it % BM): 64 elements of one activation row, read as 32 packed bytes (two
+// 16-byte loads) and 4 scale bytes (one 4-byte load). Chunk c is (kb, l, mt) =
+// (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of A[l], K block kb.
+// Loads U items (it = base, base + n, ...); off[x] is the item's element offset in A and in the
+// workspace, -1 past the batch or past M.
+template <int BM, int U>
+__device__ __forceinline__ void load_row_blocks(const RsArgs& a, int q, int items, int base, int n,
+                                                uint4 (&p)[U][2], uint32_t (&sc)[U],
+                                                int64_t (&off)[U]) {
+#pragma unroll
+  for (int x = 0; x < U; ++x) {
+    const int it = base + x * n;
+    const int c = q + it / BM, r = it % BM;
+    const int kb = c / (a.L * a.m_tiles);
+    const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
+    off[x] = -1;
+    if (it < items && m < a.M) {
+      off[x] = (int64_t(l) * a.M + m) * a.K + int64_t(kb) * kBK;
+      const uint4* src = reinterpret_cast<const uint4*>(a.a + off[x] / 2);
+      p[x][0] = __ldg(src);
+      p[x][1] = __ldg(src + 1);
+      sc[x] = __ldg(reinterpret_cast<const uint32_t*>(a.sfa + off[x] / 16));
+    }
+  }
+}
+
+// Decodes one row block into its 8 16-byte units in the workspace's (permuted) order: unit j
+// holds logical words 4j..4j+3 = decoded word j of the 16-element blocks 0..3 (kLogicalWord).
+__device__ __forceinline__ void decode_row_block(const uint4 (&p)[2], uint32_t sc, uint4 (&out)[8]) {
+  uint4 d[4][2];  // decoded words 0..7 of blocks t = 0..3
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const uint32_t s = scale64((sc >> (8 * t)) & 0xFFu);
+    const uint4& v = p[t / 2];  // block t: packed bytes 8t..8t+7
+    d[t][0] = decode8((t & 1) ? v.z : v.x, s);
+    d[t][1] = decode8((t & 1) ? v.w : v.y, s);
+  }
+  auto word = [&](int t, int j) {
+    const uint4& v = d[t][j / 4];
+    return (j % 4 == 0) ? v.x : (j % 4 == 1) ? v.y : (j % 4 == 2) ? v.z : v.w;
+  };
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out[j] = make_uint4(word(0, j), word(1, j), word(2, j), word(3, j));
+}
+
+// Phase 0 (the producer's fallback): decodes chunks [q, q + nb) into the workspace, thread `tid`
+// of `n` taking items tid, tid + n, ... and writing each row block as eight 16-byte stores; the
+// loads of U items are issued before any is decoded.
 template <int BM, int U>
 __device__ void decode_batch(const RsArgs& a, int q, int nb, int tid, int n) {
-  const int K = a.K, items = nb * BM;
+  const int items = nb * BM;
   for (int base = tid; base < items; base += U * n) {
     uint4 p[U][2];
     uint32_t sc[U];
-    int64_t off[U];  // element offset of the item's 64-block in A and in the workspace
-#pragma unroll
-    for (int x = 0; x < U; ++x) {
-      const int it = base + x * n;
-      const int c = q + it / BM, r = it % BM;
-      const int kb = c / (a.L * a.m_tiles);
-      const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
-      off[x] = -1;
-      if (it < items && m < a.M) {
-        off[x] = (int64_t(l) * a.M + m) * K + int64_t(kb) * kBK;
-        const uint4* src = reinterpret_cast<const uint4*>(a.a + off[x] / 2);
-        p[x][0] = __ldg(src);
-        p[x][1] = __ldg(src + 1);
-        sc[x] = __ldg(reinterpret_cast<const uint32_t*>(a.sfa + off[x] / 16));
-      }
-    }
+    int64_t off[U];
+    load_row_blocks<BM, U>(a, q, items, base, n, p, sc, off);
 #pragma unroll
     for (int x = 0; x < U; ++x) {
       if (off[x] < 0) continue;  // past the batch or past M (TMA zero-fills those rows)
-      uint4 d[4][2];  // decoded words 0..7 of blocks t = 0..3
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const uint32_t s = scale64((sc[x] >> (8 * t)) & 0xFFu);
-        const uint32_t lo = (t & 1) ? (t & 2 ? p[x][1].z : p[x][0].z) : (t & 2 ? p[x][1].x : p[x][0].x);
-        const uint32_t hi = (t & 1) ? (t & 2 ? p[x][1].w : p[x][0].w) : (t & 2 ? p[x][1].y : p[x][0].y);
-        d[t][0] = decode8(lo, s);
-        d[t][1] = decode8(hi, s);
-      }
+      uint4 out[8];
+      decode_row_block(p[x], sc[x], out);
       uint4* dst = reinterpret_cast<uint4*>(a.act + off[x]);
-      auto word = [&](int t, int j) {
-        const uint4& v = d[t][j / 4];
-        return (j % 4 == 0) ? v.x : (j % 4 == 1) ? v.y : (j % 4 == 2) ? v.z : v.w;
-      };
 #pragma unroll
-      for (int j = 0; j < 8; ++j)  // logical words 4j + t = kLogicalWord(j, t), t = 0..3
-        dst[j] = make_uint4(word(0, j), word(1, j), word(2, j), word(3, j));
+      for (int j = 0; j < 8; ++j) dst[j] = out[j];
     }
   }
 }
@@ -257,14 +272,14 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
 
 // Phase 0 of the consumers: as decode_batch, but each chunk is decoded into a BM x 64 fp16 tile
 // of shared memory (`tiles`, room for `slots` chunks, 128B-swizzled like the activation ring)
-// and written to the workspace by one TMA store per chunk: whole lines through the async proxy
-// instead of per-thread 16-byte stores. The stores of the last group are complete (and made
-// visible to the async proxy of every SM, see publish_batch) when this returns; `sync` is the
-// group's barrier, `leader` the thread that issues the stores.
+// and written to the workspace by one TMA store per chunk: whole lines through the async proxy.
+// (A thread per 16-element block writing eight scattered 4-byte words took 2x to 3x longer:
+// partial-sector stores.) The stores of the last group are complete (and made visible to the
+// async proxy of every SM, see the caller) when this returns; `sync` is the group's barrier,
+// `leader` the thread that issues the stores.
 template <int BM, int U, class Sync>
 __device__ void decode_batch_tma(const RsArgs& a, const CUtensorMap* map, int q, int nb, int tid,
                                  int n, uint32_t tiles, int slots, Sync sync, bool leader) {
-  const int K = a.K;
   for (int g0 = 0; g0 < nb; g0 += slots) {
     const int gn = min(slots, nb - g0), items = gn * BM;
     if (g0 > 0) {  // the previous group's stores have read the tiles
@@ -275,43 +290,17 @@ __device__ void decode_batch_tma(const RsArgs& a, const CUtensorMap* map, int q,
       uint4 p[U][2];
       uint32_t sc[U];
       int64_t off[U];
-#pragma unroll
-      for (int x = 0; x < U; ++x) {
-        const int it = base + x * n;
-        const int c = q + g0 + it / BM, r = it % BM;
-        const int kb = c / (a.L * a.m_tiles);
-        const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
-        off[x] = -1;
-        if (it < items && m < a.M) {
-          off[x] = (int64_t(l) * a.M + m) * K + int64_t(kb) * kBK;
-          const uint4* src = reinterpret_cast<const uint4*>(a.a + off[x] / 2);
-          p[x][0] = __ldg(src);
-          p[x][1] = __ldg(src + 1);
-          sc[x] = __ldg(reinterpret_cast<const uint32_t*>(a.sfa + off[x] / 16));
-        }
-      }
+      load_row_blocks<BM, U>(a, q + g0, items, base, n, p, sc, off);
 #pragma unroll
       for (int x = 0; x < U; ++x) {
         if (off[x] < 0) continue;  // rows past M: the TMA store clips them
         const int it = base + x * n, r = it % BM;
-        uint4 d[4][2];
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const uint32_t s = scale64((sc[x] >> (8 * t)) & 0xFFu);
-          const uint32_t lo = (t & 1) ? (t & 2 ? p[x][1].z : p[x][0].z) : (t & 2 ? p[x][1].x : p[x][0].x);
-          const uint32_t hi = (t & 1) ? (t & 2 ? p[x][1].w : p[x][0].w) : (t & 2 ? p[x][1].y : p[x][0].y);
-          d[t][0] = decode8(lo, s);
-          d[t][1] = decode8(hi, s);
-        }
-        auto word = [&](int t, int j) {
-          const uint4& v = d[t][j / 4];
-          return (j % 4 == 0) ? v.x : (j % 4 == 1) ? v.y : (j % 4 == 2) ? v.z : v.w;
-        };
+        uint4 out[8];
+        decode_row_block(p[x], sc[x], out);
         const uint32_t row = tiles + uint32_t(it / BM) * uint32_t(BM * 128) + uint32_t(r) * 128u;
 #pragma unroll
         for (int j = 0; j < 8; ++j)  // 16-byte unit j of the row, at j ^ (r % 8) (128B swizzle)
-          sts128(row + uint32_t(((j ^ (r & 7))) << 4),
-                 make_uint4(word(0, j), word(1, j), word(2, j), word(3, j)));
+          sts128(row + uint32_t(((j ^ (r & 7))) << 4), out[j]);
       }
     }
     fence_proxy_async();  // this thread's tile writes -> the TMA store (async proxy)
