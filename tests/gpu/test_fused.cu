@@ -169,6 +169,8 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       // activation ring it is staged in (8 slots at BM = 128, 4 at BM = 256), so phase 0 goes
       // through several staging groups; ragged M for both tile heights.
       {"520x40x1024", "normal", 10, 1.0f, 1.0f},
+      // The 256-row tile (M > 128) with L > 1, ragged M and N.
+      {"260x72x512x2", "normal", 11, 2.0f, 0.5f},
   };
   for (const auto& c : cases) {
     Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
