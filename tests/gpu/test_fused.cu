@@ -6,7 +6,9 @@
 //   * repeated eager calls, graph replays and eager calls before capture give identical bits;
 //   * the in-kernel decoder is right for every E2M1 code times every E4M3 scale byte (NaN and
 //     negative scales included), checked through single-term dot products;
-//   * a NaN scale poisons exactly the outputs it touches; a negative scale flips signs.
+//   * a NaN scale poisons exactly the outputs it touches; a negative scale flips signs;
+//   * the v5 epilogue's branch-free silu·mul agrees with the IEEE-division one and handles the
+//     ends of the range (x = +-inf, huge, NaN).
 // Test cases:
 //   "small"  small and ragged shapes, L > 1, alpha != 1, K % 64 != 0, both kernel families (v5 where
 //            K % 256 == 0, with split-K) — the compute-sanitizer
@@ -25,6 +27,7 @@
 #include "compare.hpp"
 #include "distributions.hpp"
 #include "formats.hpp"
+#include "gpu/fused_rs.cuh"
 #include "gpu/gpu_plan.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
@@ -254,6 +257,58 @@ TEST_CASE("small: a NaN scale poisons exactly its rows/columns; a negative scale
   ro.abs_sums = true;
   const Comparison c = compare_output(compute_reference(p, ro), p.alpha1, p.alpha2, cp.data(), nullptr, nullptr);
   CHECK_MESSAGE(c.pass(), describe_failure(c));
+}
+
+namespace {
+__global__ void silu_pairs(const float* x, float* nb, float* ieee, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  nb[i] = gpu::fused::rs::detail2::silu_mul_nb(x[i], 1.0f, 1.0f, 1.0f);
+  ieee[i] = gpu::fused::detail::silu_mul(x[i], 1.0f, 1.0f, 1.0f);
+}
+}  // namespace
+
+TEST_CASE("small: the v5 epilogue's branch-free silu*mul against the IEEE division, ends included") {
+  if (!have_fused()) return;
+  std::vector<float> x;
+  for (int i = -4000; i <= 4000; ++i) x.push_back(float(i) * 0.025f);  // -100 .. 100
+  const float inf = INFINITY;
+  const std::vector<float> ends = {inf, -inf, NAN, 1e30f, -1e30f, 88.0f, -88.0f, 89.0f, -89.0f,
+                                   -103.0f, 1e-30f, -1e-30f, 0.0f, -0.0f, 3.4e38f, -3.4e38f};
+  x.insert(x.end(), ends.begin(), ends.end());
+  const int n = int(x.size());
+  float *dx, *dnb, *die;
+  REQUIRE(cudaMalloc(&dx, n * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMalloc(&dnb, n * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMalloc(&die, n * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  silu_pairs<<<(n + 255) / 256, 256>>>(dx, dnb, die, n);
+  std::vector<float> nb(x.size()), ie(x.size());
+  REQUIRE(cudaMemcpy(nb.data(), dnb, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(ie.data(), die, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  cudaFree(dx);
+  cudaFree(dnb);
+  cudaFree(die);
+  for (int i = 0; i < n; ++i) {
+    CAPTURE(x[size_t(i)]);
+    const float a = nb[size_t(i)], b = ie[size_t(i)], v = x[size_t(i)];
+    if (std::isnan(v)) {
+      CHECK(std::isnan(a));
+    } else if (std::isinf(v) || std::fabs(v) >= 1e29f) {
+      // The ends: silu(x) -> x for x -> +inf, -> -0 for x -> -inf (the IEEE form gives NaN at
+      // x = -inf: -inf / inf).
+      if (v > 0) {
+        CHECK(a == v);
+      } else {
+        CHECK(a == 0.0f);
+        CHECK(std::signbit(a));
+      }
+    } else {
+      // Finite: within one ulp of the correctly rounded quotient (usually identical).
+      const float ulp = std::fabs(std::nextafter(b, INFINITY) - b);
+      CHECK(std::fabs(a - b) <= ulp);
+    }
+  }
 }
 
 TEST_CASE("small: candidates, select, tune key and describe") {
