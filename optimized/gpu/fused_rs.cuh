@@ -399,8 +399,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 16 slots per CTA:
   // 0 start, 1 consumers' phase-0 batch published, 2 producer sees its first chunk ready,
   // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals, 7 first
-  // unit's silu·mul staged, 8 setup done, 9 phase-0 stores issued, 10 phase-0 proxy fences
-  // done (with split-K the stamps and the partials share the workspace: probe splits == 1).
+  // unit's silu·mul staged, 8 setup done, 9 phase-0 batch decoded and its TMA stores complete
+  // (with split-K the stamps and the partials share the workspace: probe splits == 1).
   unsigned long long* const stamp =
       reinterpret_cast<unsigned long long*>(args.partials) + 16 * blockIdx.x;
   if constexpr ((kProbe & 512) != 0) {
