@@ -11,7 +11,9 @@
 //     activations decoded once per call in the kernel's phase 0 into a workspace; tile BM x 64
 //     (BM = activation rows = wgmma N), persistent grid; candidates: BM = 128 with split-K 1,
 //     plus 2..4 where the tiles fill less than half the SMs (split-K measured slower on every
-//     benchmark shape, FUSED_NOTES.md v5), and BM = 256 (no split-K) where M > 128.
+//     benchmark shape, FUSED_NOTES.md v5), BM = 256 (no split-K) where M > 128, and BM = 256
+//     split-K pairs (2-CTA clusters) where twice its tiles fit on the SMs (an autotune
+//     candidate only: it gained ~1.3 us at 256x4096x7168 and nothing at 256x3072x4096).
 //   * v3, fused_kernel.cuh (every K; the only one when K % 256 != 0): both operands decoded into
 //     shared memory; candidates: CTA tile widths BN in {32, 48, 64, 96, 128} (tile 128 x BN of C),
 //     on the TMA path each with both decoders (integer, cvt.e4m3x2). Kernel: K % 256 == 0 -> TMA
@@ -158,15 +160,16 @@ int default_tile(const Shape& s, int sm_count) {
 using RsCfg128 = fused::rs::RsConfig<128, 8>;
 using RsCfg256 = fused::rs::RsConfig<256, 4>;
 
-template <class Cfg>
+template <class Cfg, bool kPair = false>
 void prepare_rs_cfg() {
-  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S>,
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, kPair>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         Cfg::kSmemBytes));
 }
 void prepare_rs() {
   prepare_rs_cfg<RsCfg128>();
   prepare_rs_cfg<RsCfg256>();
+  prepare_rs_cfg<RsCfg256, true>();
 }
 
 template <class Cfg>
@@ -174,6 +177,27 @@ void launch_rs(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, dim3 g
                cudaStream_t s) {
   fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S>
       <<<grid, fused::rs::kThreads, Cfg::kSmemBytes, s>>>(maps, a);
+  NVFP4_CHECK_LAUNCH();
+}
+
+// Split-K pairs (BM = 256): grid = units = 2 x tiles, clusters of 2 CTAs (the two K halves of a
+// tile exchange accumulator halves through distributed shared memory, fused_rs.cuh).
+void launch_rs_pair(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, unsigned units,
+                    cudaStream_t s) {
+  cudaLaunchConfig_t c{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  c.gridDim = dim3(units);
+  c.blockDim = dim3(fused::rs::kThreads);
+  c.dynamicSmemBytes = RsCfg256::kSmemBytes;
+  c.stream = s;
+  c.attrs = attr;
+  c.numAttrs = 1;
+  NVFP4_CUDA_CHECK(cudaLaunchKernelEx(&c, fused::rs::fused_rs_kernel<256, RsCfg256::S, 0, true>,
+                                      maps, a));
   NVFP4_CHECK_LAUNCH();
 }
 
@@ -186,11 +210,12 @@ struct Candidate {
   bool rs = false;
   int width = 64;       // v3: tile width BN; v5: activation tile height BM
   bool int_decode = false;  // v3 TMA path only
-  int splits = 1;       // v5 only
+  int splits = 1;       // v5 only (BM = 256: 2 = split-K pairs in 2-CTA clusters)
+  bool pair() const { return rs && width == 256 && splits == 2; }
   std::string name() const {
     if (rs)
       return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
-             " split-K " + std::to_string(splits);  // width = BM
+             " split-K " + std::to_string(splits) + (pair() ? " (2-CTA cluster pairs)" : "");
     return "tile 128x" + std::to_string(width);
   }
 };
@@ -238,6 +263,10 @@ class FusedPlan final : public GpuPlan {
         max_splits = std::max(max_splits, sp);
       }
       if (shape_.M > 128) cands_.push_back(Candidate{true, 256, false, 1});
+      // Split-K pairs: where twice the 256-row tiles still fit on the SMs (one unit per CTA)
+      // and each K half has at least one 256-K weight stage.
+      if (shape_.M > 128 && nk >= 8 && 2 * rs_tiles(shape_, 256) <= int64_t(sm_count_))
+        cands_.push_back(Candidate{true, 256, false, 2});
     }
     for (int bn : kTileWidths) cands_.push_back(Candidate{false, bn, true, 1});
     if (tma)
@@ -266,8 +295,11 @@ class FusedPlan final : public GpuPlan {
              std::to_string(c.width) + "k16 operands, activations decoded once per call " +
              "(phase 0) and streamed by TMA, dual GEMM + silu*mul epilogue, tile " +
              std::to_string(c.width) + "x" + std::to_string(fused::rs::kNT) + ", split-K " +
-             std::to_string(c.splits) + " (" + std::to_string(units) + " units on " +
-             std::to_string(std::min<int64_t>(units, sm_count_)) + " persistent CTAs)";
+             std::to_string(c.splits) +
+             (c.pair() ? " as 2-CTA cluster pairs (" + std::to_string(units) + " CTAs)"
+                       : " (" + std::to_string(units) + " units on " +
+                             std::to_string(std::min<int64_t>(units, sm_count_)) +
+                             " persistent CTAs)");
     }
     const int bn = c.width;
     const int64_t tiles = ((shape_.N + bn - 1) / bn) * ((shape_.M + fused::kBM - 1) / fused::kBM) *
@@ -294,7 +326,9 @@ class FusedPlan final : public GpuPlan {
     a.splits = c.splits;
     const int64_t units = rs_tiles(shape_, c.width) * c.splits;
     const dim3 grid(unsigned(std::min<int64_t>(units, sm_count_)));
-    if (c.width == 256)
+    if (c.pair())
+      launch_rs_pair(rs_maps256_, a, unsigned(units), stream());
+    else if (c.width == 256)
       launch_rs<RsCfg256>(rs_maps256_, a, grid, stream());
     else
       launch_rs<RsCfg128>(rs_maps_, a, grid, stream());

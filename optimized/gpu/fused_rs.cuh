@@ -40,6 +40,11 @@
 //   not the last to arrive writes its fp32 partial G and U to a workspace; the last one adds all
 //   partials in split order 0..S-1 (deterministic whatever the arrival order) and runs the
 //   epilogue. Arrival counters are reset by the last arriver; ready flags are generation-tagged.
+// * Split-K pairs (kPair, BM = 256 only): for M <= 256 the 256-row tiles halve the weight decode
+//   per multiply-add but leave half the SMs idle; a pair of CTAs in a 2-CTA cluster runs the two
+//   K halves of one tile (one unit per CTA, grid = 2 x tiles <= SMs), then each sends the half
+//   of its fp32 accumulators that the other finishes through distributed shared memory into the
+//   other's (then idle) activation ring, adds what it received and writes 128 rows of C.
 // * Requirements: K % 256 == 0 (16-byte aligned scale rows for TMA). Rows past M or N are zero
 //   filled by TMA and their results discarded; stores are masked.
 #pragma once
@@ -158,10 +163,13 @@ __device__ __forceinline__ uint32_t scale64(uint32_t b) {
 // silu(alpha1 g) * (alpha2 u) as silu_mul does, without its branch: the IEEE division's
 // slow-path check splits every element into its own basic block, and the epilogue then ran
 // latency-bound (~4 us for BM = 256; the same math with __expf / __fdividef took ~1.3 us).
-// Here q = x / d, d = 1 + expf(-x) in [1, inf], is rcp.approx plus one FMA correction step
-// (rcp without flush-to-zero: for -88.7 < x < -87.3, 1/d is subnormal; the .ftz form returned 0
-// there, which test_fused's comparison with the IEEE division caught):
-// with r = (1 + e1) / d, |e1| <= 2^-23, the residual x - d*q0 is formed by one FMA and
+// Here q = x / d, d = 1 + expf(-x) in [1, inf], is rcp.approx plus one FMA correction step.
+// For -88.7 < x < -87.3, 1/d is subnormal: rcp.approx.ftz returned 0 there (test_fused's
+// comparison with the IEEE division caught it), and the non-ftz rcp costs a slow-path check
+// (+1.2-1.6 us at BM = 256, FUSED_NOTES v5b); so the ftz reciprocal is taken of d * 2^-32
+// (normal for every finite d >= 1) and scaled back by an exact-or-subnormal multiply:
+// with r = (1 + e1) / d, |e1| <= 2^-23 (a few ulp more where r is subnormal, x < -87.3: the
+// correction step multiplies the error by e1 again), the residual x - d*q0 is formed by one FMA and
 // q0 + r*residual is within 0.5 ulp + 2^-42 relative of x / d — the error the harness's
 // epilogue bound allows for the division (Tolerance::kEpilogueRel: exp, 1 + e, divide,
 // multiply), whose other operations are unchanged. Selects cover the ends: d = inf (x < -88.7)
@@ -170,13 +178,30 @@ __device__ __forceinline__ uint32_t scale64(uint32_t b) {
 __device__ __forceinline__ float silu_mul_nb(float g, float u, float alpha1, float alpha2) {
   const float x = alpha1 * g;
   const float d = 1.0f + expf(-x);
-  float r;
-  asm("rcp.approx.f32 %0, %1;\n" : "=f"(r) : "f"(d));  // not .ftz: d up to 2^128 (r subnormal)
+  float rs;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(rs) : "f"(d * 0x1p-32f));
+  const float r = rs * 0x1p-32f;
   const float q0 = x * r;
   float q = fmaf(fmaf(-d, q0, x), r, q0);
   q = d == __int_as_float(0x7F800000) ? copysignf(0.0f, x) : q;
   q = d == 1.0f ? x : q;
   return q * (alpha2 * u);
+}
+
+// 2-CTA clusters (split-K pairs): a shared address in the peer CTA, a store there, and a
+// barrier of every thread of the cluster (release / acquire).
+__device__ __forceinline__ uint32_t peer_smem(uint32_t a, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void st_cluster_f4(uint32_t a, float x, float y, float z, float w) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(x), "f"(y),
+               "f"(z), "f"(w)
+               : "memory");
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
 // Timing probe (kProbe bit 9): global nanosecond clock, stamped into the partials workspace.
@@ -344,13 +369,20 @@ __device__ __forceinline__ void publish_batch(const RsArgs& a, int q, int nb,
 // tensor cores read stale tiles), bit 1 skips the wgmma, bit 2 skips phase 0 and its waits,
 // bit 3 skips the weight TMA, bit 4 skips the weight decode, bit 5 runs phase 0 only,
 // bit 6 omits wgmma.fence after a unit's first stage (wrong: timing only).
-template <int BM, int S, int kProbe = 0>
+// kPair: split-K pairs (see the top of the file); launch with a cluster of 2 CTAs, splits = 2
+// and one CTA per unit.
+template <int BM, int S, int kProbe = 0, bool kPair = false>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_rs_kernel(const __grid_constant__ RsMaps maps, const RsArgs args) {
 #if defined(NVFP4_FUSED_SM90A)
   using Cfg = RsConfig<BM, S>;
   using namespace detail2;
+  static_assert(!kPair || BM == 256, "split-K pairs are for 256-row tiles");
   extern __shared__ __align__(1024) uint8_t smem[];
+  if constexpr (kPair) {  // one unit per CTA, or the cluster barriers below would not match
+    if (gridDim.x != unsigned(args.L * args.m_tiles * args.n_tiles * 2) || args.splits != 2)
+      __trap();
+  }
   const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;
   const uint32_t ring = base;                                  // S activation stages
   const uint32_t wring = ring + S * Cfg::kActBytes;             // WS weight stages
@@ -519,6 +551,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    if constexpr (kPair) {  // the consumers' two cluster barriers (see there)
+      cluster_sync_all();
+      cluster_sync_all();
+    }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     // Consumers. Phase 0: take one batch of activation chunks (an even share per CTA) from the
@@ -644,6 +680,35 @@ __global__ void __launch_bounds__(kThreads, 1)
       wit += uint32_t(n / 4);
 
       const int tile = u / args.splits;
+      int m_out = 0;  // first row of C this CTA writes, within the tile
+      if constexpr (kPair) {
+        // Split-K pair (one unit per CTA, the two splits of a tile in one cluster, rank =
+        // split): rank r finishes rows [128r, 128r + 128) of the tile. Each CTA sends the other
+        // half of its accumulators into the peer's (now idle) activation ring, 16 float4 per
+        // thread at [i][tid], and adds what it received: p0 + p1 either way (fp addition
+        // commutes), so the result does not depend on the rank.
+        const uint32_t rank = uint32_t(split);
+        cluster_sync_all();  // 1: both main loops are done, both rings are free
+        const uint32_t dst = peer_smem(ring, rank ^ 1u);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          float v[4];
+#pragma unroll
+          for (int c = 0; c < 4; ++c) v[c] = rank ? acc[4 * i + c] : acc[64 + 4 * i + c];
+          st_cluster_f4(dst + uint32_t(i * kConsumers + tid) * 16u, v[0], v[1], v[2], v[3]);
+        }
+        cluster_sync_all();  // 2: the halves have arrived
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const uint4 r = lds128(ring + uint32_t(i * kConsumers + tid) * 16u);
+          const float x[4] = {__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z),
+                              __uint_as_float(r.w)};
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+            acc[4 * i + c] = (rank ? acc[64 + 4 * i + c] : acc[4 * i + c]) + x[c];
+        }
+        m_out = 128 * int(rank);
+      }
       if (BM == 128 && args.splits > 1) {  // (BM = 256 runs with splits == 1 only)
         // Split-K: the last of the tile's units to arrive adds the partials in split order.
         const uint32_t flag = scratch + 12;
@@ -699,8 +764,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][64 columns] ->
       // 16-byte coalesced (masked) stores.
       consumer_sync(kConsumers);  // the previous tile's staging reads are done
+      constexpr int kRowsOut = kPair ? BM / 2 : BM;  // rows of C this CTA writes
 #pragma unroll
-      for (int j = 0; j < BM / 8; ++j) {
+      for (int j = 0; j < kRowsOut / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const float y =
@@ -713,9 +779,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       if constexpr ((kProbe & 512) != 0) {
         if (tid == 0 && it == uint32_t(kb1 - kb0)) stamp[7] = gtimer();
       }
-      const int m0 = mt * BM, n0 = nt * kNT;
+      const int m0 = mt * BM + m_out, n0 = nt * kNT;
       const bool vec_ok = (args.N % 8) == 0;
-      for (int q = tid; q < BM * (kNT / 8); q += kConsumers) {
+      for (int q = tid; q < kRowsOut * (kNT / 8); q += kConsumers) {
         const int r = q / (kNT / 8), cu = q % (kNT / 8);
         const int m = m0 + r, nn = n0 + 8 * cu;
         if (m >= args.M || nn >= args.N) continue;
