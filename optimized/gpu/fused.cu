@@ -13,7 +13,8 @@
 //     plus 2..4 where the tiles fill less than half the SMs (split-K measured slower on every
 //     benchmark shape, FUSED_NOTES.md v5), BM = 256 (no split-K) where M > 128, and BM = 256
 //     split-K pairs (2-CTA clusters) where twice its tiles fit on the SMs (an autotune
-//     candidate only: it gained ~1.3 us at 256x4096x7168 and nothing at 256x3072x4096).
+//     candidate only: it gained ~1.3 us at 256x4096x7168 and nothing at 256x3072x4096), and
+//     BM = 256 stream-K over all SMs where its tiles leave SMs idle.
 //   * v3, fused_kernel.cuh (every K; the only one when K % 256 != 0): both operands decoded into
 //     shared memory; candidates: CTA tile widths BN in {32, 48, 64, 96, 128} (tile 128 x BN of C),
 //     on the TMA path each with both decoders (integer, cvt.e4m3x2). Kernel: K % 256 == 0 -> TMA
@@ -21,7 +22,8 @@
 //     kernel's generic, bounds-checked K path.
 // Without autotune (default_candidate()): v5 on the TMA path, BM = 128 or 256 by estimated waves
 // (BM = 256 measured 20% faster at M = 512, slower at M = 256 where its 64 tiles leave half the
-// SMs idle); v3 with default_tile() otherwise.
+// SMs idle), BM = 256 as stream-K where its tiles would leave a quarter of the SMs idle; v3
+// with default_tile() otherwise.
 // Every M, N, L >= 1 is supported; the kernels need an sm_90 device (built for sm_90a only).
 #include <algorithm>
 #include <cmath>
@@ -160,22 +162,23 @@ int default_tile(const Shape& s, int sm_count) {
 using RsCfg128 = fused::rs::RsConfig<128, 8>;
 using RsCfg256 = fused::rs::RsConfig<256, 4>;
 
-template <class Cfg, bool kPair = false>
+template <class Cfg, bool kPair = false, bool kStream = false>
 void prepare_rs_cfg() {
-  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, kPair>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Cfg::kSmemBytes));
+  NVFP4_CUDA_CHECK(
+      cudaFuncSetAttribute(fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, kPair, kStream>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
 }
 void prepare_rs() {
   prepare_rs_cfg<RsCfg128>();
   prepare_rs_cfg<RsCfg256>();
   prepare_rs_cfg<RsCfg256, true>();
+  prepare_rs_cfg<RsCfg256, false, true>();
 }
 
-template <class Cfg>
+template <class Cfg, bool kStream = false>
 void launch_rs(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, dim3 grid,
                cudaStream_t s) {
-  fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S>
+  fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, false, kStream>
       <<<grid, fused::rs::kThreads, Cfg::kSmemBytes, s>>>(maps, a);
   NVFP4_CHECK_LAUNCH();
 }
@@ -205,14 +208,30 @@ int64_t rs_tiles(const Shape& s, int bm) {
   return s.L * ((s.M + bm - 1) / bm) * ((s.N + fused::rs::kNT - 1) / fused::rs::kNT);
 }
 
+// Stream-K at BM = 256 over `sms` CTAs: the grid (at most one CTA per 256-K weight stage) and the
+// most parts one tile can be split into (CTA runs are at least floor(stages / grid) long; the
+// kernel's partial slots per tile).
+struct StreamK {
+  int grid, parts;
+};
+StreamK stream_k(const Shape& s, int sms) {
+  const int64_t nw = s.K / 256, total = rs_tiles(s, 256) * nw;
+  const int64_t g = std::min<int64_t>(std::max(1, sms), total), wmin = total / g;
+  return StreamK{int(g), int((nw - 1 + wmin - 1) / wmin + 1)};
+}
+
 // One candidate of either family.
 struct Candidate {
   bool rs = false;
   int width = 64;       // v3: tile width BN; v5: activation tile height BM
   bool int_decode = false;  // v3 TMA path only
   int splits = 1;       // v5 only (BM = 256: 2 = split-K pairs in 2-CTA clusters)
+  bool stream = false;  // v5 BM = 256 only: stream-K over the SMs
   bool pair() const { return rs && width == 256 && splits == 2; }
   std::string name() const {
+    if (rs && stream)
+      return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
+             " stream-K";
     if (rs)
       return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
              " split-K " + std::to_string(splits) + (pair() ? " (2-CTA cluster pairs)" : "");
@@ -267,6 +286,9 @@ class FusedPlan final : public GpuPlan {
       // and each K half has at least one 256-K weight stage.
       if (shape_.M > 128 && nk >= 8 && 2 * rs_tiles(shape_, 256) <= int64_t(sm_count_))
         cands_.push_back(Candidate{true, 256, false, 2});
+      // Stream-K: where the 256-row tiles leave SMs idle and a tile has several weight stages.
+      if (shape_.M > 128 && nk >= 8 && rs_tiles(shape_, 256) < int64_t(sm_count_))
+        cands_.push_back(Candidate{true, 256, false, 1, true});
     }
     for (int bn : kTileWidths) cands_.push_back(Candidate{false, bn, true, 1});
     if (tma)
@@ -289,6 +311,15 @@ class FusedPlan final : public GpuPlan {
 
   std::string describe() const override {
     const Candidate& c = cands_[current_];
+    if (c.rs && c.stream) {
+      const StreamK sk = stream_k(shape_, sm_count_);
+      return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n256k16 "
+             "operands, activations decoded once per call (phase 0) and streamed by TMA, dual "
+             "GEMM + silu*mul epilogue, tile 256x" +
+             std::to_string(fused::rs::kNT) + ", stream-K: " + std::to_string(rs_tiles(shape_, 256)) +
+             " tiles over " + std::to_string(sk.grid) + " CTAs (up to " + std::to_string(sk.parts) +
+             " parts per tile)";
+    }
     if (c.rs) {
       const int64_t units = rs_tiles(shape_, c.width) * c.splits;
       return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n" +
@@ -324,6 +355,12 @@ class FusedPlan final : public GpuPlan {
     fused::rs::RsArgs a = rs_args_;
     a.m_tiles = int((shape_.M + c.width - 1) / c.width);
     a.splits = c.splits;
+    if (c.stream) {
+      const StreamK sk = stream_k(shape_, sm_count_);
+      a.splits = sk.parts;
+      launch_rs<RsCfg256, true>(rs_maps256_, a, dim3(unsigned(sk.grid)), stream());
+      return;
+    }
     const int64_t units = rs_tiles(shape_, c.width) * c.splits;
     const dim3 grid(unsigned(std::min<int64_t>(units, sm_count_)));
     if (c.pair())
@@ -358,11 +395,13 @@ class FusedPlan final : public GpuPlan {
   // cost = ceil(tiles / SMs) * (1 for BM = 128, 1.5 for BM = 256: the measured main-loop time of
   // one BM = 256 tile over one BM = 128 tile, FUSED_NOTES v5b); ties go to BM = 128. Else v3
   // with default_tile() and the cvt decoder (see the header).
+  // When that is BM = 256 and its tiles leave at least a quarter of the SMs idle, stream-K over
+  // all SMs (512x3072x7168: 96 tiles on 132 SMs, 91 -> 80 us in the probe, FUSED_NOTES v5c).
   size_t default_candidate() const {
     size_t best = cands_.size();
     double best_cost = 1e300;
     for (size_t i = 0; i < cands_.size(); ++i) {
-      if (!cands_[i].rs || cands_[i].splits != 1) continue;
+      if (!cands_[i].rs || cands_[i].splits != 1 || cands_[i].stream) continue;
       const double waves = std::ceil(double(rs_tiles(shape_, cands_[i].width)) /
                                      double(std::max(1, sm_count_)));
       const double cost = waves * (cands_[i].width == 256 ? 1.5 : 1.0);
@@ -371,6 +410,10 @@ class FusedPlan final : public GpuPlan {
         best = i;
       }
     }
+    if (best < cands_.size() && cands_[best].width == 256 &&
+        4 * rs_tiles(shape_, 256) <= 3 * int64_t(sm_count_))
+      for (size_t i = 0; i < cands_.size(); ++i)
+        if (cands_[i].stream) return i;
     if (best < cands_.size()) return best;
     const int bn = kTileWidths[default_tile(shape_, sm_count_)];
     for (size_t i = 0; i < cands_.size(); ++i)
@@ -390,10 +433,15 @@ class FusedPlan final : public GpuPlan {
     sync_ = DeviceBuffer<fused::rs::SyncState>(1);
     const int64_t tiles = rs_tiles(shape_, 128);
     const int64_t units = max_splits > 1 ? tiles * max_splits : 0;
+    // Stream-K (BM = 256): a partial slot and a ready flag per tile and part.
+    int64_t sk_parts = 0;
+    for (const Candidate& c : cands_)
+      if (c.stream) sk_parts = rs_tiles(shape_, 256) * stream_k(shape_, sm_count_).parts;
     tile_count_ = DeviceBuffer<unsigned int>(size_t(std::max<int64_t>(tiles, 1)));
-    ready_ = DeviceBuffer<unsigned long long>(size_t(std::max<int64_t>(units, 1)));
+    ready_ = DeviceBuffer<unsigned long long>(size_t(std::max<int64_t>({units, sk_parts, 1})));
     // A unit's partial is 2 * BM * 64 floats.
-    partials_ = DeviceBuffer<float>(size_t(std::max<int64_t>(units * 2 * 128 * fused::rs::kNT, 1)));
+    partials_ = DeviceBuffer<float>(size_t(std::max<int64_t>(
+        {units * 2 * 128 * fused::rs::kNT, sk_parts * 2 * 256 * fused::rs::kNT, 1})));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(chunk_state_.get(), 0, chunk_state_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(sync_.get(), 0, sync_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(tile_count_.get(), 0, tile_count_.bytes(), stream()));

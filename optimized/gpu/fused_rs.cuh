@@ -45,6 +45,13 @@
 //   K halves of one tile (one unit per CTA, grid = 2 x tiles <= SMs), then each sends the half
 //   of its fp32 accumulators that the other finishes through distributed shared memory into the
 //   other's (then idle) activation ring, adds what it received and writes 128 rows of C.
+// * Stream-K (kStream): where the tiles leave SMs idle (512x3072x7168: 96 tiles of 256 rows on
+//   132 SMs), every CTA takes an equal run of the tiles' 256-K weight stages laid end to end, so
+//   a tile is shared by up to a few CTAs (parts in K order). A part counts itself in; the last to
+//   arrive waits for the other parts' fp32 partials and adds them in part order (its own from
+//   registers), so the sum does not depend on who is last; the others write their partial and go
+//   on at once (a helper warp fences it and raises its ready flag). Nobody waits for a CTA that
+//   has not arrived, so this cannot deadlock either.
 // * Requirements: K % 256 == 0 (16-byte aligned scale rows for TMA). Rows past M or N are zero
 //   filled by TMA and their results discarded; stores are masked.
 #pragma once
@@ -370,8 +377,10 @@ __device__ __forceinline__ void publish_batch(const RsArgs& a, int q, int nb,
 // bit 3 skips the weight TMA, bit 4 skips the weight decode, bit 5 runs phase 0 only,
 // bit 6 omits wgmma.fence after a unit's first stage (wrong: timing only).
 // kPair: split-K pairs (see the top of the file); launch with a cluster of 2 CTAs, splits = 2
-// and one CTA per unit.
-template <int BM, int S, int kProbe = 0, bool kPair = false>
+// and one CTA per unit. kStream: stream-K (see the top); grid <= the tiles' weight stages,
+// splits = the most parts a tile can have (ceil((nw - 1) / floor(stages / grid)) + 1, nw = K / 256),
+// partials and ready flags for tiles x splits parts.
+template <int BM, int S, int kProbe = 0, bool kPair = false, bool kStream = false>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_rs_kernel(const __grid_constant__ RsMaps maps, const RsArgs args) {
 #if defined(NVFP4_FUSED_SM90A)
@@ -431,24 +440,50 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 16 slots per CTA:
   // 0 start, 1 consumers' phase-0 batch published, 2 producer sees its first chunk ready,
   // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals, 7 first
-  // unit's silu·mul staged, 8 setup done, 9 phase-0 batch decoded and its TMA stores complete
-  // (with split-K the stamps and the partials share the workspace: probe splits == 1).
+  // unit's silu·mul staged, 8 setup done, 9 phase-0 batch decoded and its TMA stores complete,
+  // 12 stream-K: the first unit's partial written and counted, 13 a later unit's main loop done
+  // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
+  // puts them after its partials).
   unsigned long long* const stamp =
-      reinterpret_cast<unsigned long long*>(args.partials) + 16 * blockIdx.x;
+      reinterpret_cast<unsigned long long*>(
+          args.partials + (kStream ? int64_t(args.L) * tiles_per_l * args.splits * 2 * BM * kNT : 0)) +
+      16 * blockIdx.x;
   if constexpr ((kProbe & 512) != 0) {
     if (tid == 0) stamp[0] = gtimer();
   }
 
+  // Stream-K (kStream): CTA i owns weight stages [start(i), start(i + 1)) of the tiles' stages
+  // laid end to end (nw per tile); a unit is then the run of them inside one tile, u = its first
+  // weight stage, and split = the CTA's index among those sharing the tile.
+  const int nw = nk / 4;
+  const int64_t total_w = int64_t(args.L) * tiles_per_l * nw;
+  auto start_w = [&](int c) { return int(int64_t(c) * total_w / gridDim.x); };
+  auto cta_of_w = [&](int w) {  // the CTA whose run holds weight stage w
+    int c = int(int64_t(w) * gridDim.x / total_w);
+    while (c + 1 < int(gridDim.x) && start_w(c + 1) <= w) ++c;
+    while (start_w(c) > w) --c;
+    return c;
+  };
+  const int first_u = kStream ? start_w(blockIdx.x) : int(blockIdx.x);
+  const int end_u = kStream ? start_w(blockIdx.x + 1) : units;
+  auto next_u = [&](int u) { return kStream ? min(end_u, (u / nw + 1) * nw) : u + int(gridDim.x); };
+  auto tile_of = [&](int u) { return kStream ? u / nw : u / args.splits; };
   // Unit u -> tile (l, mt, nt) and its K blocks [kb0, kb1).
   auto unit_of = [&](int u, int& l, int& mt, int& nt, int& split, int& kb0, int& kb1) {
-    const int tile = u / args.splits;
-    split = u % args.splits;
+    const int tile = tile_of(u);
     l = tile / tiles_per_l;
     const int r = tile % tiles_per_l;
     mt = r / args.n_tiles;
     nt = r % args.n_tiles;
-    kb0 = 4 * int(int64_t(split) * (nk / 4) / args.splits);  // weight stages are 4 K blocks
-    kb1 = 4 * int(int64_t(split + 1) * (nk / 4) / args.splits);
+    if constexpr (kStream) {
+      split = int(blockIdx.x) - cta_of_w(tile * nw);
+      kb0 = 4 * (u - tile * nw);
+      kb1 = 4 * (next_u(u) - tile * nw);
+    } else {
+      split = u % args.splits;
+      kb0 = 4 * int(int64_t(split) * (nk / 4) / args.splits);  // weight stages are 4 K blocks
+      kb1 = 4 * int(int64_t(split + 1) * (nk / 4) / args.splits);
+    }
   };
 
   if (tid >= kConsumers) {
@@ -467,7 +502,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       prefetch_tensormap(&maps.sfb1);
       prefetch_tensormap(&maps.sfb2);
       uint32_t wit = 0;  // weight stages issued
-      for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
+      for (int u = first_u; u < end_u && (kProbe & 32) == 0; u = next_u(u)) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(u, l, mt, nt, split, kb0, kb1);
         for (int kb = kb0; kb < kb1; kb += 4, ++wit) {
@@ -493,7 +528,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) prefetch_tensormap(&maps.act);
       const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
       uint32_t it = 0;  // activation stages issued
-      for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
+      for (int u = first_u; u < end_u && (kProbe & 32) == 0; u = next_u(u)) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(u, l, mt, nt, split, kb0, kb1);
         const unsigned long long* state = args.chunk_state + int64_t(l) * args.m_tiles + mt;
@@ -551,6 +586,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    if constexpr (kStream) {
+      // Helper warp for stream-K partials: per unit of a shared tile, wait until the consumers
+      // have issued their partial's stores (or decided they are last), then make it visible
+      // and flag it ready.
+      if (tid / 32 == kConsumers / 32 + 2) {
+        for (int u = first_u; u < end_u; u = next_u(u)) {
+          int l, mt, nt, split, kb0, kb1;
+          unit_of(u, l, mt, nt, split, kb0, kb1);
+          const int tile = tile_of(u);
+          const int np = cta_of_w(tile * nw + nw - 1) - cta_of_w(tile * nw) + 1;
+          if (np <= 1) continue;
+          asm volatile("bar.sync 3, %0;\n" ::"r"(kConsumers + 32) : "memory");
+          if (tid % 32 == 0) {
+            __threadfence();
+            st_release(args.ready + int64_t(tile) * args.splits + split, tag);
+          }
+        }
+      }
+    }
     if constexpr (kPair) {  // the consumers' two cluster barriers (see there)
       cluster_sync_all();
       cluster_sync_all();
@@ -591,7 +645,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane / 4, t = lane % 4;
     const int wrow = wg * 32 + 8 * w + g;  // this thread's B1 / B2 row within the tile
     uint32_t it = 0, wit = 0;  // activation and weight stages consumed
-    for (int u = blockIdx.x; u < units && (kProbe & 32) == 0; u += gridDim.x) {
+    for (int u = first_u; u < end_u && (kProbe & 32) == 0; u = next_u(u)) {
       int l, mt, nt, split, kb0, kb1;
       unit_of(u, l, mt, nt, split, kb0, kb1);
       const int n = kb1 - kb0;  // a multiple of 4
@@ -674,12 +728,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_wait<0>(acc);
       if constexpr ((kProbe & 512) != 0) {
         if (tid == 0 && it == 0) stamp[4] = gtimer();
+        if (tid == 0 && it != 0) stamp[13] = gtimer();
       }
       release(empty_bar + 8 * ((it + uint32_t(n - 1)) % S));
       it += uint32_t(n);
       wit += uint32_t(n / 4);
 
-      const int tile = u / args.splits;
+      const int tile = tile_of(u);
       int m_out = 0;  // first row of C this CTA writes, within the tile
       if constexpr (kPair) {
         // Split-K pair (one unit per CTA, the two splits of a tile in one cluster, rank =
@@ -709,7 +764,69 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         m_out = 128 * int(rank);
       }
-      if (BM == 128 && args.splits > 1) {  // (BM = 256 runs with splits == 1 only)
+      if constexpr (kStream) {
+        // Stream-K: a tile shared by np CTAs (parts 0..np-1 in K order). Each part counts itself
+        // in first; the last to arrive waits for the others' partials (they have arrived, so
+        // they are running and will write them without waiting on anything) and adds them in
+        // part order, its own accumulators at their place; the others write their partial and
+        // leave the fence and the ready flag to the helper warp (warp 2 of the producer
+        // warpgroup), so they go on with their next unit at once.
+        const int np = cta_of_w(tile * nw + nw - 1) - cta_of_w(tile * nw) + 1;
+        if (np > 1) {
+          const uint32_t flag = scratch + 12;
+          float* const slots = args.partials + int64_t(tile) * args.splits * 2 * BM * kNT;
+          unsigned long long* const rdy = args.ready + int64_t(tile) * args.splits;
+          consumer_sync(kConsumers);
+          if (tid == 0) {
+            const uint32_t old = atomicAdd(args.tile_count + tile, 1u);
+            const bool last = old == uint32_t(np - 1);
+            if (last) args.tile_count[tile] = 0;  // the next launch starts from zero
+            sts32(flag, last ? 1u : 0u);
+          }
+          consumer_sync(kConsumers);
+          const bool last = lds32(flag) != 0;
+          if (!last || split >= 2) {
+            float* const mine = slots + int64_t(split) * 2 * BM * kNT;
+#pragma unroll
+            for (int i = 0; i < Cfg::kAcc / 4; ++i)
+              __stcg(reinterpret_cast<float4*>(mine) + i * kConsumers + tid,
+                     make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+          }
+          // The helper warp fences and flags this part (harmless for the last one: nobody waits
+          // for it).
+          asm volatile("bar.arrive 3, %0;\n" ::"r"(kConsumers + 32) : "memory");
+          if (!last) {
+            if constexpr ((kProbe & 512) != 0) {
+              if (tid == 0 && it == uint32_t(kb1 - kb0)) stamp[12] = gtimer();
+            }
+            continue;
+          }
+          if (tid == 0) {
+            for (int q = 0; q < np; ++q)
+              if (q != split) wait_tag(rdy + q, tag);
+            __threadfence();
+          }
+          consumer_sync(kConsumers);
+          if (split >= 2) {  // own part written above: all parts from memory, in order
+#pragma unroll
+            for (int i = 0; i < Cfg::kAcc / 4; ++i) {
+              const float4 x = __ldcg(reinterpret_cast<const float4*>(slots) + i * kConsumers + tid);
+              acc[4 * i] = x.x; acc[4 * i + 1] = x.y; acc[4 * i + 2] = x.z; acc[4 * i + 3] = x.w;
+            }
+          }
+          // acc = part 0 (+ part 1): own registers for split 0 or 1 (a + b = b + a exactly).
+          for (int q = split >= 2 ? 1 : (split == 0 ? 1 : 0); q < np; ++q) {
+            if (q == split) continue;
+            const float4* part = reinterpret_cast<const float4*>(slots + int64_t(q) * 2 * BM * kNT);
+#pragma unroll
+            for (int i = 0; i < Cfg::kAcc / 4; ++i) {
+              const float4 x = __ldcg(part + i * kConsumers + tid);
+              acc[4 * i] += x.x; acc[4 * i + 1] += x.y; acc[4 * i + 2] += x.z; acc[4 * i + 3] += x.w;
+            }
+          }
+        }
+      }
+      if (!kStream && BM == 128 && args.splits > 1) {  // (BM = 256 runs with splits == 1 only)
         // Split-K: the last of the tile's units to arrive adds the partials in split order.
         const uint32_t flag = scratch + 12;
         consumer_sync(kConsumers);

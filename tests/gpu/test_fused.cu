@@ -173,20 +173,24 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       // through several staging groups; ragged M for both tile heights.
       {"520x40x1024", "normal", 10, 1.0f, 1.0f},
       // The 256-row tile (M > 128) with L > 1, ragged M and N. This case, 300x136x512 and
-      // 520x40x1024 also run the 256-row split-K pairs (2-CTA clusters).
+      // 520x40x1024 also run the 256-row split-K pairs (2-CTA clusters) and stream-K (few
+      // tiles, so each CTA gets one or two weight stages: up to 4 parts per tile).
       {"260x72x512x2", "normal", 11, 2.0f, 0.5f},
   };
-  int pairs = 0;  // cases that offer (and so ran) the split-K pair candidate
+  int pairs = 0, streams = 0;  // cases that offer (and so ran) the pair / stream-K candidates
   for (const auto& c : cases) {
     Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
     p.alpha1 = c.a1;
     p.alpha2 = c.a2;
     check_case(p, std::string(c.shape) + " " + c.dist + " seed " + std::to_string(c.seed), true);
-    for (const auto& name : build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->candidates())
+    for (const auto& name : build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->candidates()) {
       pairs += name.find("cluster pairs") != std::string::npos;
+      streams += name.find("stream-K") != std::string::npos;
+    }
   }
   // 300x136x512 (ragged: the second tile's upper half is past M), 520x40x1024 and 260x72x512x2.
   CHECK(pairs == 3);
+  CHECK(streams == 3);
 }
 
 // Row m of A holds the 16 E2M1 codes 0..15 in its first block with scale byte m (all 256 E4M3
