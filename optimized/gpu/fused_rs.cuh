@@ -814,9 +814,10 @@ __global__ void __launch_bounds__(kThreads, 1)
               acc[4 * i] = x.x; acc[4 * i + 1] = x.y; acc[4 * i + 2] = x.z; acc[4 * i + 3] = x.w;
             }
           }
-          // acc = part 0 (+ part 1): own registers for split 0 or 1 (a + b = b + a exactly).
-          for (int q = split >= 2 ? 1 : (split == 0 ? 1 : 0); q < np; ++q) {
-            if (q == split) continue;
+          // Parts 0 + 1 + 2 + ... in this order: from the own registers for split 0 or 1 (a + b
+          // is b + a exactly), else (own part written above) part 0 was loaded into acc.
+          for (int q = split >= 2 ? 1 : 0; q < np; ++q) {
+            if (split < 2 && q == split) continue;
             const float4* part = reinterpret_cast<const float4*>(slots + int64_t(q) * 2 * BM * kNT);
 #pragma unroll
             for (int i = 0; i < Cfg::kAcc / 4; ++i) {
