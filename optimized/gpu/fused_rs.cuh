@@ -21,6 +21,12 @@
 //   ever waits for a chunk that some running CTA has taken from the queue (the waiting CTA's own
 //   consumer threads drain the queue before they leave phase 0), so the kernel cannot deadlock
 //   whatever the number of co-resident CTAs.
+// * Local start (256-row tiles without stream-K): where a CTA's phase-0 batch fits beside them,
+//   its consumers decode the first activation stages of their first unit themselves, straight
+//   into the ring, and the batch into the remaining slots and the epilogue staging tile; the
+//   fourth producer warp writes the batch with TMA stores and publishes it. The first stages then
+//   wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: 3.5-5 us faster at M = 512,
+//   slower with 128-row tiles and with stream-K, where it is off).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
 //   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
@@ -218,31 +224,43 @@ __device__ __forceinline__ unsigned long long gtimer() {
   return t;
 }
 
-// Phase 0 work items: item `it` of a batch that starts at chunk q is row block (chunk
-// q + it / BM, row it % BM): 64 elements of one activation row, read as 32 packed bytes (two
-// 16-byte loads) and 4 scale bytes (one 4-byte load). Chunk c is (kb, l, mt) =
-// (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of A[l], K block kb.
-// Loads U items (it = base, base + n, ...); off[x] is the item's element offset in A and in the
-// workspace, -1 past the batch or past M.
-template <int BM, int U>
-__device__ __forceinline__ void load_row_blocks(const RsArgs& a, int q, int items, int base, int n,
-                                                uint4 (&p)[U][2], uint32_t (&sc)[U],
-                                                int64_t (&off)[U]) {
+// Loads U row blocks (items it = base, base + n, ...; it < items): 64 elements of one activation
+// row, read as 32 packed bytes (two 16-byte loads) and 4 scale bytes (one 4-byte load). off_of(it)
+// gives the item's element offset in A (and in the workspace), or -1 for no item (past M).
+template <int U, class OffOf>
+__device__ __forceinline__ void load_items(const RsArgs& a, int items, int base, int n,
+                                           OffOf off_of, uint4 (&p)[U][2], uint32_t (&sc)[U],
+                                           int64_t (&off)[U]) {
 #pragma unroll
   for (int x = 0; x < U; ++x) {
     const int it = base + x * n;
-    const int c = q + it / BM, r = it % BM;
-    const int kb = c / (a.L * a.m_tiles);
-    const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
-    off[x] = -1;
-    if (it < items && m < a.M) {
-      off[x] = (int64_t(l) * a.M + m) * a.K + int64_t(kb) * kBK;
+    off[x] = it < items ? off_of(it) : int64_t(-1);
+    if (off[x] >= 0) {
       const uint4* src = reinterpret_cast<const uint4*>(a.a + off[x] / 2);
       p[x][0] = __ldg(src);
       p[x][1] = __ldg(src + 1);
       sc[x] = __ldg(reinterpret_cast<const uint32_t*>(a.sfa + off[x] / 16));
     }
   }
+}
+
+// Element offset in A of row r of phase-0 chunk c, or -1 past M. Chunk c is (kb, l, mt) =
+// (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of A[l], K block kb.
+template <int BM>
+__device__ __forceinline__ int64_t chunk_row_offset(const RsArgs& a, int c, int r) {
+  const int kb = c / (a.L * a.m_tiles);
+  const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
+  return m < a.M ? (int64_t(l) * a.M + m) * a.K + int64_t(kb) * kBK : int64_t(-1);
+}
+
+// Phase 0 work items: item `it` of a batch that starts at chunk q is row block (chunk
+// q + it / BM, row it % BM).
+template <int BM, int U>
+__device__ __forceinline__ void load_row_blocks(const RsArgs& a, int q, int items, int base, int n,
+                                                uint4 (&p)[U][2], uint32_t (&sc)[U],
+                                                int64_t (&off)[U]) {
+  load_items<U>(a, items, base, n,
+                [&](int it) { return chunk_row_offset<BM>(a, q + it / BM, it % BM); }, p, sc, off);
 }
 
 // Decodes one row block into its 8 16-byte units in the workspace's (permuted) order: unit j
@@ -353,6 +371,49 @@ __device__ void decode_batch_tma(const RsArgs& a, const CUtensorMap* map, int q,
   if (leader) bulk_wait();
 }
 
+// The consumers' start when this CTA's phase-0 batch (nb chunks from chunk q) fits beside the
+// first stages (nb <= S): decodes the first `nl` activation stages of the CTA's first unit (rows
+// of A[l0] from tile mt0, K blocks kb0 .. kb0 + nl - 1) straight into ring slots 0 .. nl-1, so that
+// its first wgmma waits for no other CTA, and the batch into the epilogue staging tile (its first
+// chunk) and ring slots S-1, S-2, ... (the others), from where the phase-0 warp writes them to the
+// workspace by TMA stores (nl = S + 1 - nb keeps the two apart). A thread issues the loads of all
+// its U items before it decodes any. Local rows past M are written as zeros, as TMA would fill them.
+template <int BM, int S, int U>
+__device__ void decode_start(const RsArgs& a, int l0, int mt0, int kb0, int nl, int q, int nb,
+                             uint32_t ring, uint32_t staging, int tid, int n) {
+  const int items = (nl + nb) * BM;
+  auto off_of = [&](int it) -> int64_t {
+    const int ci = it / BM, r = it % BM;
+    if (ci >= nl) return chunk_row_offset<BM>(a, q + ci - nl, r);
+    const int m = mt0 * BM + r;
+    return m < a.M ? (int64_t(l0) * a.M + m) * a.K + int64_t(kb0 + ci) * kBK : int64_t(-1);
+  };
+  for (int base = tid; base < items; base += U * n) {
+    uint4 p[U][2];
+    uint32_t sc[U];
+    int64_t off[U];
+    load_items<U>(a, items, base, n, off_of, p, sc, off);
+#pragma unroll
+    for (int x = 0; x < U; ++x) {
+      const int it = base + x * n, ci = it / BM, r = it % BM;
+      if (it >= items || (off[x] < 0 && ci >= nl)) continue;  // the TMA store clips rows past M
+      uint4 out[8];
+      if (off[x] >= 0) {
+        decode_row_block(p[x], sc[x], out);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) out[k] = make_uint4(0u, 0u, 0u, 0u);
+      }
+      const int slot = ci < nl ? ci : S - (ci - nl);  // (unused for the staging tile)
+      const uint32_t row =
+          (ci == nl ? staging : ring + uint32_t(slot) * uint32_t(BM * 128)) + uint32_t(r) * 128u;
+#pragma unroll
+      for (int k = 0; k < 8; ++k)  // 16-byte unit k of the row, at k ^ (r % 8) (128B swizzle)
+        sts128(row + uint32_t(((k ^ (r & 7))) << 4), out[k]);
+    }
+  }
+}
+
 // After decode_batch by a group of threads: makes the chunks [q, q + nb) visible to every
 // CTA's TMA (async proxy) and tags them with this launch. `sync` is the group's barrier; `leader`
 // is one thread of the group.
@@ -401,7 +462,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t wfull_bar = empty_bar + S * 8;                 // WS x 8
   const uint32_t wempty_bar = wfull_bar + Cfg::WS * 8;          // WS x 8
   const uint32_t scratch = wempty_bar + Cfg::WS * 8;  // 16 bytes: gen (8), chunk / flag (4)
-  const uint32_t ph0_bar = scratch + 16;  // consumers' phase 0 is done with the activation ring
+  const uint32_t ph0_bar = scratch + 16;  // phase 0 is done with the activation ring
 
   const int tid = threadIdx.x;
   const int nk = args.K / kBK;
@@ -486,6 +547,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
+  // This CTA's phase-0 batch (nb chunks from q, taken in the setup) and nl, the activation stages
+  // of its first unit that its consumers decode locally (decode_start); nl = 0 where the batch
+  // does not fit beside them (then phase 0 runs first, through the whole ring, as before).
+  auto start_plan = [&](int& q, int& nb, int& nl) {
+    q = chunks;
+    nb = 0;
+    nl = 0;
+    if constexpr ((kProbe & 4) == 0) {
+      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
+      q = int(lds32(scratch + 8));
+      nb = q < chunks ? min(batch, chunks - q) : 0;
+      if (BM == 256 && !kStream && nb <= S) {
+        int l, mt, nt, split, kb0, kb1;
+        unit_of(first_u, l, mt, nt, split, kb0, kb1);
+        nl = min(S + 1 - max(nb, 1), kb1 - kb0);
+      }
+    }
+  };
+
   if (tid >= kConsumers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     // Producer warp: lane 0 issues each stage's TMA boxes, S stages
@@ -527,7 +607,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int lane = tid % 32;
       if (lane == 0) prefetch_tensormap(&maps.act);
       const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
-      uint32_t it = 0;  // activation stages issued
+      int q0, nb0, nl;
+      start_plan(q0, nb0, nl);
+      uint32_t it = 0;  // activation stages issued (or decoded by the consumers)
       for (int u = first_u; u < end_u && (kProbe & 32) == 0; u = next_u(u)) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(u, l, mt, nt, split, kb0, kb1);
@@ -535,6 +617,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t kb_stride = int64_t(args.L) * args.m_tiles;
         uint32_t ready = 0;
         for (int kb = kb0; kb < kb1; ++kb, ++it) {
+          if (it < uint32_t(nl)) continue;  // decoded into the ring by the consumers
           if constexpr ((kProbe & 4) == 0) {
             // (Re)poll the window [kb, kb + 32) whenever stage kb is not known to be ready; the
             // proxy fence after a poll orders the chunks' generic-proxy writes (acquired above)
@@ -572,9 +655,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           }
           if (lane == 0) {
-            // The consumers' phase 0 stages its chunks in the activation ring.
+            // Phase 0 stages its chunks in the activation ring (and the staging tile).
             if constexpr ((kProbe & 4) == 0) {
-              if (it == 0) mbar_wait(ph0_bar, 0);
+              if (it == uint32_t(nl)) mbar_wait(ph0_bar, 0);
             }
             const int s = int(it % S);
             if (it >= uint32_t(S)) mbar_wait(empty_bar + 8 * s, ((it / S) - 1) & 1);
@@ -582,6 +665,42 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive_expect_tx(full, (kProbe & 1) ? 0 : Cfg::kActBytes);
             if constexpr ((kProbe & 1) == 0)
               tma_load_3d(ring + s * Cfg::kActBytes, &maps.act, kb * kBK, mt * BM, l, full);
+          }
+        }
+      }
+    }
+    if constexpr ((kProbe & 4) == 0) {
+      // Phase-0 warp (the fourth): once the consumers have decoded the start (decode_start),
+      // writes their phase-0 batch to the workspace with TMA stores, frees the ring slots and the
+      // staging tile (ph0_bar) once the stores have read them, and publishes the chunks when the
+      // stores are complete — all off the consumers' path to their first wgmma.
+      if (tid / 32 == kConsumers / 32 + 3) {
+        int q, nb, nl;
+        start_plan(q, nb, nl);
+        if (nl > 0) {
+          asm volatile("bar.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");
+          if (tid % 32 == 0) {
+            for (int i = 0; i < nb; ++i) {
+              const int c = q + i;
+              const int kb = c / (args.L * args.m_tiles), l = (c / args.m_tiles) % args.L,
+                        mt = c % args.m_tiles;
+              const uint32_t src = i == 0 ? staging : ring + uint32_t(S - i) * Cfg::kActBytes;
+              tma_store_3d(&maps.act, src, kb * kBK, mt * BM, l);
+            }
+            bulk_commit();
+            bulk_wait_read();
+            mbar_arrive(ph0_bar);
+            if (nb > 0) {
+              bulk_wait();
+              // The stores are complete: order them (async proxy) before the flags, for every SM.
+              fence_proxy_async_global();
+              __threadfence();
+              for (int c = q; c < q + nb; ++c)
+                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(args.chunk_state + c),
+                             "l"(tag)
+                             : "memory");
+            }
+            if constexpr ((kProbe & 512) != 0) stamp[1] = gtimer();
           }
         }
       }
@@ -615,10 +734,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     // queue and decode it. Whatever is left in the queue (CTAs that never ran concurrently) is
     // taken by the producer warp of a CTA that waits for it (see the producer).
     if constexpr ((kProbe & 4) == 0) {
-      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
-      const int q = int(lds32(scratch + 8));  // taken in the setup above
-      if (q < chunks) {
-        const int nb = min(batch, chunks - q);
+      int q, nb, nl;  // the batch taken in the setup above, and the local stages
+      start_plan(q, nb, nl);
+      if (nl > 0) {
+        // The first nl stages of the first unit straight into the ring, the batch beside them;
+        // the phase-0 warp writes and publishes the batch (see there).
+        int l0, mt0, nt0, split0, kb00, kb10;
+        unit_of(first_u, l0, mt0, nt0, split0, kb00, kb10);
+        decode_start<BM, S, 5>(args, l0, mt0, kb00, nl, q, nb, ring, staging, tid, kConsumers);
+        fence_proxy_async();  // this thread's ring writes -> wgmma and the TMA stores
+        if constexpr ((kProbe & 512) != 0) {
+          if (tid == 0) stamp[9] = gtimer();
+        }
+        asm volatile("bar.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");
+        if (tid == 0)
+          for (int s = 0; s < nl; ++s) mbar_arrive(full_bar + 8 * s);
+      } else if (q < chunks) {
         // Decoded into the (still unused) activation ring, written by TMA stores.
         decode_batch_tma<BM, 4>(args, &maps.act, q, nb, tid, kConsumers, ring, S,
                                 [] { consumer_sync(kConsumers); }, tid == 0);
@@ -638,7 +769,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (tid == 0) stamp[1] = gtimer();
         }
       }
-      if (tid == 0) mbar_arrive(ph0_bar);  // the ring is free for the producer
+      if (nl == 0 && tid == 0) mbar_arrive(ph0_bar);  // the ring is free for the producer
     }
 
     const int wg = tid / 128, w = (tid % 128) / 32, lane = tid % 32;
@@ -726,6 +857,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (i + 1 < n) step(f1, f0, i + 1);
       }
       wgmma_wait<0>(acc);
+      if constexpr ((kProbe & 4) == 0) {
+        // Phase 0's TMA stores have read the staging tile and ring slots (the epilogue, the
+        // pair's exchange and later stages write them).
+        if (it == 0) mbar_wait(ph0_bar, 0);
+      }
       if constexpr ((kProbe & 512) != 0) {
         if (tid == 0 && it == 0) stamp[4] = gtimer();
         if (tid == 0 && it != 0) stamp[13] = gtimer();
