@@ -678,7 +678,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         int q, nb, nl;
         start_plan(q, nb, nl);
         if (nl > 0) {
-          asm volatile("bar.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");
+          // (barrier 4 with the consumers; the non-.aligned form, as in the consumers: synccheck
+          // reported the .aligned bar.sync here as divergent)
+          asm volatile("barrier.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");
           if (tid % 32 == 0) {
             for (int i = 0; i < nb; ++i) {
               const int c = q + i;
@@ -746,7 +748,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[9] = gtimer();
         }
-        asm volatile("bar.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");
+        __syncwarp();
+        asm volatile("barrier.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");  // + phase-0 warp
         if (tid == 0)
           for (int s = 0; s < nl; ++s) mbar_arrive(full_bar + 8 * s);
       } else if (q < chunks) {
