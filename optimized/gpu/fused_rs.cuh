@@ -21,12 +21,16 @@
 //   ever waits for a chunk that some running CTA has taken from the queue (the waiting CTA's own
 //   consumer threads drain the queue before they leave phase 0), so the kernel cannot deadlock
 //   whatever the number of co-resident CTAs.
-// * Local start (256-row tiles without stream-K): where a CTA's phase-0 batch fits beside them,
-//   its consumers decode the first activation stages of their first unit themselves, straight
-//   into the ring, and the batch into the remaining slots and the epilogue staging tile; the
-//   fourth producer warp writes the batch with TMA stores and publishes it. The first stages then
-//   wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: 3.5-5 us faster at M = 512,
-//   slower with 128-row tiles and with stream-K, where it is off).
+// * Phase 0's loads by TMA (kernels without the local start): a CTA's batch of packed chunks
+//   (32 bytes and the scale bytes of each of BM rows per chunk) arrives by two TMA boxes per
+//   chunk instead of per-thread loads, which took 5-7 us at the start (FUSED_NOTES v5d).
+// * Local start (256-row tiles, no pair, no stream-K): where a CTA's phase-0 batch fits beside
+//   them, its consumers decode the first activation stages of their first unit themselves,
+//   straight into the ring, and the batch into the remaining slots and the epilogue staging tile;
+//   the fourth producer warp writes the batch with TMA stores and publishes it. The first stages
+//   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: 3.5-5 us faster at
+//   M = 512; slower with 128-row tiles and with stream-K, and no better than the TMA loads for
+//   the pair, so it is off there).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
 //   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
@@ -91,6 +95,8 @@ struct RsMaps {
   CUtensorMap act;          // uint16 (K, M, L), box (64, BM, 1), 128B swizzle
   CUtensorMap b1, b2;       // uint8 (K/2, N, L), box (128, 64, 1), 128B swizzle
   CUtensorMap sfb1, sfb2;   // uint8 (K/16, N, L), box (16, 64, 1)
+  CUtensorMap pa, psfa;     // packed A uint8 (K/2, M, L), box (32, BM, 1); its scales (K/16, M, L),
+                            // box (16, BM, 1): one 64-K chunk of BM rows for phase 0's loads
 };
 
 constexpr int kWGs = 2;                      // consumer warpgroups
@@ -122,7 +128,7 @@ struct RsConfig {
   static constexpr int kWStageBytes = 2 * kWBytes + 2 * kSBytes;  // = TMA bytes
   static constexpr int kStRow = kNT * 2 + 16;     // epilogue staging row (padded, bytes)
   static constexpr int kStagingBytes = BM * kStRow;
-  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 24;
+  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 32;
   static constexpr int kSmemBytes =
       1024 + S * kActBytes + WS * kWStageBytes + kStagingBytes + kBarBytes;
   static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
@@ -324,16 +330,95 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
+// Phase 0's loads by TMA: nc chunks (chunk ci is (l, mt, kb) = src(ci)), each the 32 packed bytes
+// and 16 scale bytes (from K block kb & ~3: a box starts 16-byte aligned in its row) of BM rows,
+// into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
+// `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
+// each row block its own 128-byte line, took 5-7 us to arrive at the start; FUSED_NOTES v5d.)
+template <int BM, class Src>
+__device__ __forceinline__ void fetch_chunks(const RsMaps& maps, int nc, Src src, uint32_t pk,
+                                             uint32_t bar, int tid) {
+  if (tid == 0) {
+    mbar_arrive_expect_tx(bar, uint32_t(nc) * 48u * BM);
+    for (int ci = 0; ci < nc; ++ci) {
+      int l, mt, kb;
+      src(ci, l, mt, kb);
+      const uint32_t dst = pk + uint32_t(ci) * 48u * BM;
+      tma_load_3d(dst, &maps.pa, kb * 32, mt * BM, l, bar);
+      // (a TMA box must start 16-byte aligned in its row: the scales of K blocks kb & ~3 ..)
+      tma_load_3d(dst + 32u * BM, &maps.psfa, (kb & ~3) * 4, mt * BM, l, bar);
+    }
+  }
+  mbar_wait(bar, 0);
+}
+// Row r of chunk ci (K block kb) fetched by fetch_chunks: its 32 packed bytes and 4 scale bytes.
+template <int BM>
+__device__ __forceinline__ void read_row_block(uint32_t pk, int ci, int kb, int r, uint4 (&p)[2],
+                                               uint32_t& sc) {
+  const uint32_t c = pk + uint32_t(ci) * 48u * BM;
+  p[0] = lds128(c + uint32_t(r) * 32u);
+  p[1] = lds128(c + uint32_t(r) * 32u + 16u);
+  sc = lds32(c + 32u * BM + uint32_t(r) * 16u + uint32_t(kb & 3) * 4u);
+}
+// Writes a decoded row block (8 16-byte units) as row r of a 128B-swizzled tile.
+__device__ __forceinline__ void put_row_block(uint32_t tile, int r, const uint4 (&out)[8]) {
+  const uint32_t row = tile + uint32_t(r) * 128u;
+#pragma unroll
+  for (int k = 0; k < 8; ++k)  // 16-byte unit k of the row, at k ^ (r % 8) (128B swizzle)
+    sts128(row + uint32_t(((k ^ (r & 7))) << 4), out[k]);
+}
+
 // Phase 0 of the consumers: as decode_batch, but each chunk is decoded into a BM x 64 fp16 tile
 // of shared memory (`tiles`, room for `slots` chunks, 128B-swizzled like the activation ring)
 // and written to the workspace by one TMA store per chunk: whole lines through the async proxy.
 // (A thread per 16-element block writing eight scattered 4-byte words took 2x to 3x longer:
 // partial-sector stores.) The stores of the last group are complete (and made visible to the
 // async proxy of every SM, see the caller) when this returns; `sync` is the group's barrier,
-// `leader` the thread that issues the stores.
-template <int BM, int U, class Sync>
-__device__ void decode_batch_tma(const RsArgs& a, const CUtensorMap* map, int q, int nb, int tid,
-                                 int n, uint32_t tiles, int slots, Sync sync, bool leader) {
+// `leader` the thread that issues the stores. With kFetch and a batch that fits in one group
+// (nb <= slots), the packed rows arrive by TMA (fetch_chunks on `bar`); else each thread loads
+// its row blocks (several groups when the batch is larger than the ring: few tiles, many chunks).
+template <int BM, int U, bool kFetch, class Sync>
+__device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int nb, int tid,
+                                 int n, uint32_t tiles, int slots, uint32_t bar, Sync sync,
+                                 bool leader) {
+  const CUtensorMap* map = &maps.act;
+  if (kFetch && nb <= slots && nb * BM <= U * n) {
+    // One group: the packed chunks by TMA (fetch_chunks, into the tiles; every row block is
+    // read into registers before any decoded one is written).
+    fetch_chunks<BM>(maps, nb, [&](int ci, int& l, int& mt, int& kb) {
+      const int c = q + ci;
+      kb = c / (a.L * a.m_tiles); l = (c / a.m_tiles) % a.L; mt = c % a.m_tiles;
+    }, tiles, bar, tid);
+    uint4 p[U][2];
+    uint32_t sc[U];
+#pragma unroll
+    for (int x = 0; x < U; ++x) {
+      const int it = tid + x * n, ci = it / BM;
+      if (it < nb * BM)
+        read_row_block<BM>(tiles, ci, (q + ci) / (a.L * a.m_tiles), it % BM, p[x], sc[x]);
+    }
+    sync();
+#pragma unroll
+    for (int x = 0; x < U; ++x) {
+      const int it = tid + x * n;
+      if (it >= nb * BM) continue;
+      uint4 out[8];
+      decode_row_block(p[x], sc[x], out);
+      put_row_block(tiles + uint32_t(it / BM) * uint32_t(BM * 128), it % BM, out);
+    }
+    fence_proxy_async();  // this thread's tile writes -> the TMA store (async proxy)
+    sync();
+    if (leader) {
+      for (int i = 0; i < nb; ++i) {
+        const int c = q + i;
+        const int kb = c / (a.L * a.m_tiles), l = (c / a.m_tiles) % a.L, mt = c % a.m_tiles;
+        tma_store_3d(map, tiles + uint32_t(i) * uint32_t(BM * 128), kb * kBK, mt * BM, l);
+      }
+      bulk_commit();
+      bulk_wait();
+    }
+    return;
+  }
   for (int g0 = 0; g0 < nb; g0 += slots) {
     const int gn = min(slots, nb - g0), items = gn * BM;
     if (g0 > 0) {  // the previous group's stores have read the tiles
@@ -463,6 +548,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t wempty_bar = wfull_bar + Cfg::WS * 8;          // WS x 8
   const uint32_t scratch = wempty_bar + Cfg::WS * 8;  // 16 bytes: gen (8), chunk / flag (4)
   const uint32_t ph0_bar = scratch + 16;  // phase 0 is done with the activation ring
+  const uint32_t ld_bar = scratch + 24;   // the start's packed activation chunks have arrived
 
   const int tid = threadIdx.x;
   const int nk = args.K / kBK;
@@ -480,6 +566,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(wempty_bar + 8 * s, kConsumers / 32);
     }
     mbar_init(ph0_bar, 1);
+    mbar_init(ld_bar, 1);
     mbar_init_fence();
     // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
     // trips, issued back to back.
@@ -558,7 +645,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
       q = int(lds32(scratch + 8));
       nb = q < chunks ? min(batch, chunks - q) : 0;
-      if (BM == 256 && !kStream && nb <= S) {
+      if (BM == 256 && !kStream && !kPair && nb <= S) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(first_u, l, mt, nt, split, kb0, kb1);
         nl = min(S + 1 - max(nb, 1), kb1 - kb0);
@@ -754,7 +841,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int s = 0; s < nl; ++s) mbar_arrive(full_bar + 8 * s);
       } else if (q < chunks) {
         // Decoded into the (still unused) activation ring, written by TMA stores.
-        decode_batch_tma<BM, 4>(args, &maps.act, q, nb, tid, kConsumers, ring, S,
+        // (The TMA fetch is compiled only into the kernels that never take the local start: with
+        // its code present, unused, the local-start kernel ran 7-8 us slower, FUSED_NOTES v5d.)
+        constexpr bool kFetch = !(BM == 256 && !kStream && !kPair);
+        decode_batch_tma<BM, 4, kFetch>(args, maps, q, nb, tid, kConsumers, ring, S, ld_bar,
                                 [] { consumer_sync(kConsumers); }, tid == 0);
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[9] = gtimer();
@@ -1084,6 +1174,8 @@ inline RsMaps make_rs_maps(const RsArgs& a, const uint8_t* b1, const uint8_t* b2
   m.b2 = make_tensor_map(b2, 1, a.K / 2, a.N, a.L, 128, kNT, CU_TENSOR_MAP_SWIZZLE_128B);
   m.sfb1 = make_tensor_map(sfb1, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
   m.sfb2 = make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.pa = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 32, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.psfa = make_tensor_map(a.sfa, 1, a.K / 16, a.M, a.L, 16, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
   return m;
 }
 
