@@ -22,8 +22,9 @@
 //     kernel's generic, bounds-checked K path.
 // Without autotune (default_candidate()): v5 on the TMA path, BM = 128 or 256 by estimated waves
 // (BM = 256 measured 20% faster at M = 512, slower at M = 256 where its 64 tiles leave half the
-// SMs idle), BM = 256 as stream-K where its tiles would leave a quarter of the SMs idle; v3
-// with default_tile() otherwise.
+// SMs idle), BM = 256 as stream-K where its tiles would leave a quarter of the SMs idle, the
+// 256-row split-K pairs instead of BM = 128 where they are offered; v3 with default_tile()
+// otherwise.
 // Every M, N, L >= 1 is supported; the kernels need an sm_90 device (built for sm_90a only).
 #include <algorithm>
 #include <cmath>
@@ -414,6 +415,12 @@ class FusedPlan final : public GpuPlan {
         4 * rs_tiles(shape_, 256) <= 3 * int64_t(sm_count_))
       for (size_t i = 0; i < cands_.size(); ++i)
         if (cands_[i].stream) return i;
+    // Where the 256-row split-K pairs are offered instead of 128-row tiles (same CTA count, half
+    // the weight decode per multiply-add): with phase 0's loads by TMA the pair measured faster at
+    // 256x4096x7168 (bench 55.4 vs 57.3 us) and equal at 256x3072x4096 (37.8 vs 37.7).
+    if (best < cands_.size() && cands_[best].width == 128)
+      for (size_t i = 0; i < cands_.size(); ++i)
+        if (cands_[i].pair()) return i;
     if (best < cands_.size()) return best;
     const int bn = kTileWidths[default_tile(shape_, sm_count_)];
     for (size_t i = 0; i < cands_.size(); ++i)
