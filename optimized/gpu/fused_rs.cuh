@@ -21,16 +21,16 @@
 //   ever waits for a chunk that some running CTA has taken from the queue (the waiting CTA's own
 //   consumer threads drain the queue before they leave phase 0), so the kernel cannot deadlock
 //   whatever the number of co-resident CTAs.
-// * Phase 0's loads by TMA (kernels without the local start): a CTA's batch of packed chunks
-//   (32 bytes and the scale bytes of each of BM rows per chunk) arrives by two TMA boxes per
-//   chunk instead of per-thread loads, which took 5-7 us at the start (FUSED_NOTES v5d).
+// * Phase 0's loads by TMA: a CTA's packed activation rows (32 bytes and the scale bytes of each
+//   of BM rows per 64-K chunk) arrive by two TMA boxes per chunk instead of per-thread loads,
+//   which took 5-10 us at the start (FUSED_NOTES v5d).
 // * Local start (256-row tiles, no pair, no stream-K): where a CTA's phase-0 batch fits beside
 //   them, its consumers decode the first activation stages of their first unit themselves,
 //   straight into the ring, and the batch into the remaining slots and the epilogue staging tile;
 //   the fourth producer warp writes the batch with TMA stores and publishes it. The first stages
-//   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: 3.5-5 us faster at
-//   M = 512; slower with 128-row tiles and with stream-K, and no better than the TMA loads for
-//   the pair, so it is off there).
+//   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: 5-7 us faster at
+//   M = 512; slower with 128-row tiles and with stream-K, and no better for the pair, so it is
+//   off there).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
 //   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
@@ -334,7 +334,7 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
 // and 16 scale bytes (from K block kb & ~3: a box starts 16-byte aligned in its row) of BM rows,
 // into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
 // `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
-// each row block its own 128-byte line, took 5-7 us to arrive at the start; FUSED_NOTES v5d.)
+// each row block its own 128-byte line, took 5-10 us to arrive at the start; FUSED_NOTES v5d.)
 template <int BM, class Src>
 __device__ __forceinline__ void fetch_chunks(const RsMaps& maps, int nc, Src src, uint32_t pk,
                                              uint32_t bar, int tid) {
@@ -461,41 +461,43 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
 // of A[l0] from tile mt0, K blocks kb0 .. kb0 + nl - 1) straight into ring slots 0 .. nl-1, so that
 // its first wgmma waits for no other CTA, and the batch into the epilogue staging tile (its first
 // chunk) and ring slots S-1, S-2, ... (the others), from where the phase-0 warp writes them to the
-// workspace by TMA stores (nl = S + 1 - nb keeps the two apart). A thread issues the loads of all
-// its U items before it decodes any. Local rows past M are written as zeros, as TMA would fill them.
-template <int BM, int S, int U>
-__device__ void decode_start(const RsArgs& a, int l0, int mt0, int kb0, int nl, int q, int nb,
-                             uint32_t ring, uint32_t staging, int tid, int n) {
-  const int items = (nl + nb) * BM;
-  auto off_of = [&](int it) -> int64_t {
-    const int ci = it / BM, r = it % BM;
-    if (ci >= nl) return chunk_row_offset<BM>(a, q + ci - nl, r);
-    const int m = mt0 * BM + r;
-    return m < a.M ? (int64_t(l0) * a.M + m) * a.K + int64_t(kb0 + ci) * kBK : int64_t(-1);
-  };
-  for (int base = tid; base < items; base += U * n) {
-    uint4 p[U][2];
-    uint32_t sc[U];
-    int64_t off[U];
-    load_items<U>(a, items, base, n, off_of, p, sc, off);
-#pragma unroll
-    for (int x = 0; x < U; ++x) {
-      const int it = base + x * n, ci = it / BM, r = it % BM;
-      if (it >= items || (off[x] < 0 && ci >= nl)) continue;  // the TMA store clips rows past M
-      uint4 out[8];
-      if (off[x] >= 0) {
-        decode_row_block(p[x], sc[x], out);
-      } else {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) out[k] = make_uint4(0u, 0u, 0u, 0u);
-      }
-      const int slot = ci < nl ? ci : S - (ci - nl);  // (unused for the staging tile)
-      const uint32_t row =
-          (ci == nl ? staging : ring + uint32_t(slot) * uint32_t(BM * 128)) + uint32_t(r) * 128u;
-#pragma unroll
-      for (int k = 0; k < 8; ++k)  // 16-byte unit k of the row, at k ^ (r % 8) (128B swizzle)
-        sts128(row + uint32_t(((k ^ (r & 7))) << 4), out[k]);
+// workspace by TMA stores (nl = S + 1 - nb keeps the two apart). The packed chunks arrive by TMA
+// into the ring (fetch_chunks); every thread reads its row blocks (at most U) before any thread
+// writes a decoded one (`sync`). Rows past M decode to zeros (TMA zero-fills them).
+template <int BM, int S, int U, class Sync>
+__device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt0, int kb0, int nl,
+                             int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
+                             int n, Sync sync) {
+  const int nc = nl + nb, items = nc * BM;
+  auto src = [&](int ci, int& l, int& mt, int& kb) {
+    if (ci < nl) {
+      l = l0; mt = mt0; kb = kb0 + ci;
+    } else {
+      const int c = q + ci - nl;
+      kb = c / (a.L * a.m_tiles); l = (c / a.m_tiles) % a.L; mt = c % a.m_tiles;
     }
+  };
+  fetch_chunks<BM>(maps, nc, src, ring, bar, tid);
+  uint4 p[U][2];
+  uint32_t sc[U];
+#pragma unroll
+  for (int x = 0; x < U; ++x) {
+    const int it = tid + x * n, ci = it / BM;
+    if (it < items) {
+      int l, mt, kb;
+      src(ci, l, mt, kb);
+      read_row_block<BM>(ring, ci, kb, it % BM, p[x], sc[x]);
+    }
+  }
+  sync();  // every packed row block is in registers: the ring may be overwritten
+#pragma unroll
+  for (int x = 0; x < U; ++x) {
+    const int it = tid + x * n, ci = it / BM, r = it % BM;
+    if (it >= items) continue;
+    uint4 out[8];
+    decode_row_block(p[x], sc[x], out);
+    const int slot = ci < nl ? ci : S - (ci - nl);  // (unused for the staging tile)
+    put_row_block(ci == nl ? staging : ring + uint32_t(slot) * uint32_t(BM * 128), r, out);
   }
 }
 
@@ -830,7 +832,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the phase-0 warp writes and publishes the batch (see there).
         int l0, mt0, nt0, split0, kb00, kb10;
         unit_of(first_u, l0, mt0, nt0, split0, kb00, kb10);
-        decode_start<BM, S, 5>(args, l0, mt0, kb00, nl, q, nb, ring, staging, tid, kConsumers);
+        static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
+        decode_start<BM, S, 5>(args, maps, l0, mt0, kb00, nl, q, nb, ring, staging, ld_bar, tid,
+                               kConsumers, [] { consumer_sync(kConsumers); });
         fence_proxy_async();  // this thread's ring writes -> wgmma and the TMA stores
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[9] = gtimer();
@@ -841,8 +845,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int s = 0; s < nl; ++s) mbar_arrive(full_bar + 8 * s);
       } else if (q < chunks) {
         // Decoded into the (still unused) activation ring, written by TMA stores.
-        // (The TMA fetch is compiled only into the kernels that never take the local start: with
-        // its code present, unused, the local-start kernel ran 7-8 us slower, FUSED_NOTES v5d.)
+        // (This TMA path is compiled only into the kernels that never take the local start: with
+        // its code present there, unused, the local-start kernel ran 7-8 us slower (in the local
+        // start's decode and in the epilogue; not explained), FUSED_NOTES v5d.)
         constexpr bool kFetch = !(BM == 256 && !kStream && !kPair);
         decode_batch_tma<BM, 4, kFetch>(args, maps, q, nb, tid, kConsumers, ring, S, ld_bar,
                                 [] { consumer_sync(kConsumers); }, tid == 0);
