@@ -28,9 +28,9 @@
 //   them, its consumers decode the first activation stages of their first unit themselves,
 //   straight into the ring, and the batch into the remaining slots and the epilogue staging tile;
 //   the fourth producer warp writes the batch with TMA stores and publishes it. The first stages
-//   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: 5-7 us faster at
-//   M = 512; slower with 128-row tiles and with stream-K, and no better for the pair, so it is
-//   off there).
+//   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: with 256-row tiles at
+//   M = 512, 92.7 -> 87.0 us together with the TMA loads; slower with 128-row tiles and with
+//   stream-K, and no better for the pair, so it is off there).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
 //   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
