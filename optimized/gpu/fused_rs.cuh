@@ -24,13 +24,13 @@
 // * Phase 0's loads by TMA: a CTA's packed activation rows (32 bytes and the scale bytes of each
 //   of BM rows per 64-K chunk) arrive by two TMA boxes per chunk instead of per-thread loads,
 //   which took 5-10 us at the start (FUSED_NOTES v5d).
-// * Local start (256-row tiles, no pair, no stream-K): where a CTA's phase-0 batch fits beside
-//   them, its consumers decode the first activation stages of their first unit themselves,
+// * Local start (256-row tiles and the pair, not stream-K): where a CTA's phase-0 batch fits
+//   beside them, its consumers decode the first activation stages of their first unit themselves,
 //   straight into the ring, and the batch into the remaining slots and the epilogue staging tile;
 //   the fourth producer warp writes the batch with TMA stores and publishes it. The first stages
 //   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: with 256-row tiles at
-//   M = 512, 92.7 -> 87.0 us together with the TMA loads; slower with 128-row tiles and with
-//   stream-K, and no better for the pair, so it is off there).
+//   M = 512, 92.7 -> 87.0 us together with the TMA loads, the pair at 256x4096x7168 55.1 -> 53.4;
+//   slower with 128-row tiles and with stream-K, where it is off).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
 //   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
@@ -647,7 +647,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
       q = int(lds32(scratch + 8));
       nb = q < chunks ? min(batch, chunks - q) : 0;
-      if (BM == 256 && !kStream && !kPair && nb <= S) {
+      if (BM == 256 && !kStream && nb <= S) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(first_u, l, mt, nt, split, kb0, kb1);
         nl = min(S + 1 - max(nb, 1), kb1 - kb0);
@@ -848,7 +848,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // (This TMA path is compiled only into the kernels that never take the local start: with
         // its code present there, unused, the local-start kernel ran 7-8 us slower (in the local
         // start's decode and in the epilogue; not explained), FUSED_NOTES v5d.)
-        constexpr bool kFetch = !(BM == 256 && !kStream && !kPair);
+        constexpr bool kFetch = !(BM == 256 && !kStream);
         decode_batch_tma<BM, 4, kFetch>(args, maps, q, nb, tid, kConsumers, ring, S, ld_bar,
                                 [] { consumer_sync(kConsumers); }, tid == 0);
         if constexpr ((kProbe & 512) != 0) {
