@@ -501,6 +501,17 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
   }
 }
 
+// Once the TMA stores of chunks [q, q + nb) are complete (bulk_wait): orders them (async proxy)
+// before their flags, for every SM, and tags them with this launch.
+__device__ __forceinline__ void publish_chunks(const RsArgs& a, int q, int nb,
+                                               unsigned long long tag) {
+  fence_proxy_async_global();
+  __threadfence();
+  for (int c = q; c < q + nb; ++c)
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(a.chunk_state + c), "l"(tag)
+                 : "memory");
+}
+
 // After decode_batch by a group of threads: makes the chunks [q, q + nb) visible to every
 // CTA's TMA (async proxy) and tags them with this launch. `sync` is the group's barrier; `leader`
 // is one thread of the group.
@@ -783,13 +794,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             mbar_arrive(ph0_bar);
             if (nb > 0) {
               bulk_wait();
-              // The stores are complete: order them (async proxy) before the flags, for every SM.
-              fence_proxy_async_global();
-              __threadfence();
-              for (int c = q; c < q + nb; ++c)
-                asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(args.chunk_state + c),
-                             "l"(tag)
-                             : "memory");
+              publish_chunks(args, q, nb, tag);
             }
             if constexpr ((kProbe & 512) != 0) stamp[1] = gtimer();
           }
@@ -854,15 +859,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[9] = gtimer();
         }
-        if (tid == 0) {
-          // The stores are complete: order them (async proxy) before the flags, for every SM.
-          fence_proxy_async_global();
-          __threadfence();
-          for (int c = q; c < q + nb; ++c)
-            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(args.chunk_state + c),
-                         "l"(tag)
-                         : "memory");
-        }
+        if (tid == 0) publish_chunks(args, q, nb, tag);
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[1] = gtimer();
         }
