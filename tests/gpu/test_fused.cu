@@ -191,6 +191,11 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
   // 300x136x512 (ragged: the second tile's upper half is past M), 520x40x1024 and 260x72x512x2.
   CHECK(pairs == 3);
   CHECK(streams == 3);
+  // Without autotune, the pair replaces 128-row tiles where it is offered (fused.cu,
+  // default_candidate: measured faster or equal on the M = 256 benchmark shapes).
+  const Problem p = make_problem(Shape::parse("260x72x512x2"), "normal", 11);
+  const std::string d = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->describe();
+  CHECK_MESSAGE(d.find("2-CTA cluster pairs") != std::string::npos, d);
 }
 
 // Row m of A holds the 16 E2M1 codes 0..15 in its first block with scale byte m (all 256 E4M3
