@@ -230,6 +230,16 @@ __device__ __forceinline__ unsigned long long gtimer() {
   return t;
 }
 
+// Phase-0 chunk c: rows [mt*BM, mt*BM + BM) of A[l], K block kb, with (kb, l, mt) =
+// (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles) — K-major, so the first chunks are the first
+// ones every tile needs.
+struct Chunk {
+  int l, mt, kb;
+};
+__device__ __forceinline__ Chunk chunk_of(const RsArgs& a, int c) {
+  return Chunk{(c / a.m_tiles) % a.L, c % a.m_tiles, c / (a.L * a.m_tiles)};
+}
+
 // Loads U row blocks (items it = base, base + n, ...; it < items): 64 elements of one activation
 // row, read as 32 packed bytes (two 16-byte loads) and 4 scale bytes (one 4-byte load). off_of(it)
 // gives the item's element offset in A (and in the workspace), or -1 for no item (past M).
@@ -250,13 +260,12 @@ __device__ __forceinline__ void load_items(const RsArgs& a, int items, int base,
   }
 }
 
-// Element offset in A of row r of phase-0 chunk c, or -1 past M. Chunk c is (kb, l, mt) =
-// (c / (L*m_tiles), (c / m_tiles) % L, c % m_tiles): rows [mt*BM, mt*BM + BM) of A[l], K block kb.
+// Element offset in A of row r of phase-0 chunk c (chunk_of), or -1 past M.
 template <int BM>
 __device__ __forceinline__ int64_t chunk_row_offset(const RsArgs& a, int c, int r) {
-  const int kb = c / (a.L * a.m_tiles);
-  const int l = (c / a.m_tiles) % a.L, m = (c % a.m_tiles) * BM + r;
-  return m < a.M ? (int64_t(l) * a.M + m) * a.K + int64_t(kb) * kBK : int64_t(-1);
+  const Chunk ch = chunk_of(a, c);
+  const int m = ch.mt * BM + r;
+  return m < a.M ? (int64_t(ch.l) * a.M + m) * a.K + int64_t(ch.kb) * kBK : int64_t(-1);
 }
 
 // Phase 0 work items: item `it` of a batch that starts at chunk q is row block (chunk
@@ -330,7 +339,7 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
-// Phase 0's loads by TMA: nc chunks (chunk ci is (l, mt, kb) = src(ci)), each the 32 packed bytes
+// Phase 0's loads by TMA: nc chunks (chunk ci is src(ci)), each the 32 packed bytes
 // and 16 scale bytes (from K block kb & ~3: a box starts 16-byte aligned in its row) of BM rows,
 // into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
 // `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
@@ -341,12 +350,11 @@ __device__ __forceinline__ void fetch_chunks(const RsMaps& maps, int nc, Src src
   if (tid == 0) {
     mbar_arrive_expect_tx(bar, uint32_t(nc) * 48u * BM);
     for (int ci = 0; ci < nc; ++ci) {
-      int l, mt, kb;
-      src(ci, l, mt, kb);
+      const Chunk ch = src(ci);
       const uint32_t dst = pk + uint32_t(ci) * 48u * BM;
-      tma_load_3d(dst, &maps.pa, kb * 32, mt * BM, l, bar);
+      tma_load_3d(dst, &maps.pa, ch.kb * 32, ch.mt * BM, ch.l, bar);
       // (a TMA box must start 16-byte aligned in its row: the scales of K blocks kb & ~3 ..)
-      tma_load_3d(dst + 32u * BM, &maps.psfa, (kb & ~3) * 4, mt * BM, l, bar);
+      tma_load_3d(dst + 32u * BM, &maps.psfa, (ch.kb & ~3) * 4, ch.mt * BM, ch.l, bar);
     }
   }
   mbar_wait(bar, 0);
@@ -385,17 +393,14 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
   if (kFetch && nb <= slots && nb * BM <= U * n) {
     // One group: the packed chunks by TMA (fetch_chunks, into the tiles; every row block is
     // read into registers before any decoded one is written).
-    fetch_chunks<BM>(maps, nb, [&](int ci, int& l, int& mt, int& kb) {
-      const int c = q + ci;
-      kb = c / (a.L * a.m_tiles); l = (c / a.m_tiles) % a.L; mt = c % a.m_tiles;
-    }, tiles, bar, tid);
+    fetch_chunks<BM>(maps, nb, [&](int ci) { return chunk_of(a, q + ci); }, tiles, bar, tid);
     uint4 p[U][2];
     uint32_t sc[U];
 #pragma unroll
     for (int x = 0; x < U; ++x) {
       const int it = tid + x * n, ci = it / BM;
       if (it < nb * BM)
-        read_row_block<BM>(tiles, ci, (q + ci) / (a.L * a.m_tiles), it % BM, p[x], sc[x]);
+        read_row_block<BM>(tiles, ci, chunk_of(a, q + ci).kb, it % BM, p[x], sc[x]);
     }
     sync();
 #pragma unroll
@@ -410,9 +415,8 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
     sync();
     if (leader) {
       for (int i = 0; i < nb; ++i) {
-        const int c = q + i;
-        const int kb = c / (a.L * a.m_tiles), l = (c / a.m_tiles) % a.L, mt = c % a.m_tiles;
-        tma_store_3d(map, tiles + uint32_t(i) * uint32_t(BM * 128), kb * kBK, mt * BM, l);
+        const Chunk ch = chunk_of(a, q + i);
+        tma_store_3d(map, tiles + uint32_t(i) * uint32_t(BM * 128), ch.kb * kBK, ch.mt * BM, ch.l);
       }
       bulk_commit();
       bulk_wait();
@@ -446,9 +450,8 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
     sync();
     if (leader) {
       for (int i = 0; i < gn; ++i) {
-        const int c = q + g0 + i;
-        const int kb = c / (a.L * a.m_tiles), l = (c / a.m_tiles) % a.L, mt = c % a.m_tiles;
-        tma_store_3d(map, tiles + uint32_t(i) * uint32_t(BM * 128), kb * kBK, mt * BM, l);
+        const Chunk ch = chunk_of(a, q + g0 + i);
+        tma_store_3d(map, tiles + uint32_t(i) * uint32_t(BM * 128), ch.kb * kBK, ch.mt * BM, ch.l);
       }
       bulk_commit();
     }
@@ -469,25 +472,14 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
                              int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
                              int n, Sync sync) {
   const int nc = nl + nb, items = nc * BM;
-  auto src = [&](int ci, int& l, int& mt, int& kb) {
-    if (ci < nl) {
-      l = l0; mt = mt0; kb = kb0 + ci;
-    } else {
-      const int c = q + ci - nl;
-      kb = c / (a.L * a.m_tiles); l = (c / a.m_tiles) % a.L; mt = c % a.m_tiles;
-    }
-  };
+  auto src = [&](int ci) { return ci < nl ? Chunk{l0, mt0, kb0 + ci} : chunk_of(a, q + ci - nl); };
   fetch_chunks<BM>(maps, nc, src, ring, bar, tid);
   uint4 p[U][2];
   uint32_t sc[U];
 #pragma unroll
   for (int x = 0; x < U; ++x) {
     const int it = tid + x * n, ci = it / BM;
-    if (it < items) {
-      int l, mt, kb;
-      src(ci, l, mt, kb);
-      read_row_block<BM>(ring, ci, kb, it % BM, p[x], sc[x]);
-    }
+    if (it < items) read_row_block<BM>(ring, ci, src(ci).kb, it % BM, p[x], sc[x]);
   }
   sync();  // every packed row block is in registers: the ring may be overwritten
 #pragma unroll
@@ -783,11 +775,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           asm volatile("barrier.sync 4, %0;\n" ::"r"(kConsumers + 32) : "memory");
           if (tid % 32 == 0) {
             for (int i = 0; i < nb; ++i) {
-              const int c = q + i;
-              const int kb = c / (args.L * args.m_tiles), l = (c / args.m_tiles) % args.L,
-                        mt = c % args.m_tiles;
+              const Chunk ch = chunk_of(args, q + i);
               const uint32_t src = i == 0 ? staging : ring + uint32_t(S - i) * Cfg::kActBytes;
-              tma_store_3d(&maps.act, src, kb * kBK, mt * BM, l);
+              tma_store_3d(&maps.act, src, ch.kb * kBK, ch.mt * BM, ch.l);
             }
             bulk_commit();
             bulk_wait_read();
