@@ -97,6 +97,8 @@ struct RsMaps {
   CUtensorMap sfb1, sfb2;   // uint8 (K/16, N, L), box (16, 64, 1)
   CUtensorMap pa, psfa;     // packed A uint8 (K/2, M, L), box (32, BM, 1); its scales (K/16, M, L),
                             // box (16, BM, 1): one 64-K chunk of BM rows for phase 0's loads
+  CUtensorMap pa4;          // packed A, box (128, BM, 1), 128B swizzle: the local start's four
+                            // 64-K chunks at once
 };
 
 constexpr int kWGs = 2;                      // consumer warpgroups
@@ -464,22 +466,49 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
 // of A[l0] from tile mt0, K blocks kb0 .. kb0 + nl - 1) straight into ring slots 0 .. nl-1, so that
 // its first wgmma waits for no other CTA, and the batch into the epilogue staging tile (its first
 // chunk) and ring slots S-1, S-2, ... (the others), from where the phase-0 warp writes them to the
-// workspace by TMA stores (nl = S + 1 - nb keeps the two apart). The packed chunks arrive by TMA
-// into the ring (fetch_chunks); every thread reads its row blocks (at most U) before any thread
-// writes a decoded one (`sync`). Rows past M decode to zeros (TMA zero-fills them).
+// workspace by TMA stores (nl = S + 1 - nb keeps the two apart). The packed rows arrive by TMA
+// into the ring (the local stages as one wide box, the batch as fetch_chunks lays it out); every
+// thread reads its row blocks (at most U) before any thread writes a decoded one (`sync`). Rows
+// past M decode to zeros (TMA zero-fills them).
 template <int BM, int S, int U, class Sync>
 __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt0, int kb0, int nl,
                              int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
                              int n, Sync sync) {
+  static_assert(S <= 4, "the local stages come from one 4-chunk box");
   const int nc = nl + nb, items = nc * BM;
-  auto src = [&](int ci) { return ci < nl ? Chunk{l0, mt0, kb0 + ci} : chunk_of(a, q + ci - nl); };
-  fetch_chunks<BM>(maps, nc, src, ring, bar, tid);
+  // The local stages (K blocks kb0 .. kb0 + 3, kb0 % 4 == 0) as one 128-byte-wide box and one
+  // scale box: a TMA box costs per row, and 4 narrow chunks took 4x the rows (FUSED_NOTES v5e);
+  // the batch's chunks after them (fetch_chunks' layout).
+  const uint32_t batch_pk = ring + 144u * BM;
+  if (tid == 0) {
+    mbar_arrive_expect_tx(bar, 144u * BM + uint32_t(nb) * 48u * BM);
+    tma_load_3d(ring, &maps.pa4, kb0 * 32, mt0 * BM, l0, bar);
+    tma_load_3d(ring + 128u * BM, &maps.psfa, kb0 * 4, mt0 * BM, l0, bar);
+    for (int ci = 0; ci < nb; ++ci) {
+      const Chunk ch = chunk_of(a, q + ci);
+      const uint32_t dst = batch_pk + uint32_t(ci) * 48u * BM;
+      tma_load_3d(dst, &maps.pa, ch.kb * 32, ch.mt * BM, ch.l, bar);
+      tma_load_3d(dst + 32u * BM, &maps.psfa, (ch.kb & ~3) * 4, ch.mt * BM, ch.l, bar);
+    }
+  }
+  mbar_wait(bar, 0);
   uint4 p[U][2];
   uint32_t sc[U];
 #pragma unroll
   for (int x = 0; x < U; ++x) {
-    const int it = tid + x * n, ci = it / BM;
-    if (it < items) read_row_block<BM>(ring, ci, src(ci).kb, it % BM, p[x], sc[x]);
+    const int it = tid + x * n, ci = it / BM, r = it % BM;
+    if (it >= items) continue;
+    if (ci < nl) {
+      // (the box is 128B-swizzled: unit u of row r at u ^ (r % 8), so that the 8 rows of a
+      // quarter warp read 8 different bank groups; unswizzled, the 128-byte row stride made
+      // every 16-byte read an 8-way bank conflict)
+      const uint32_t row = ring + uint32_t(r) * 128u;
+      p[x][0] = lds128(row + (uint32_t((2 * ci) ^ (r & 7)) << 4));
+      p[x][1] = lds128(row + (uint32_t((2 * ci + 1) ^ (r & 7)) << 4));
+      sc[x] = lds32(ring + 128u * BM + uint32_t(r) * 16u + uint32_t(ci) * 4u);
+    } else {
+      read_row_block<BM>(batch_pk, ci - nl, chunk_of(a, q + ci - nl).kb, r, p[x], sc[x]);
+    }
   }
   sync();  // every packed row block is in registers: the ring may be overwritten
 #pragma unroll
@@ -587,20 +616,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
   if constexpr ((kProbe & 512) != 0) {
     if (tid == 0)
-      reinterpret_cast<unsigned long long*>(args.partials)[16 * blockIdx.x + 8] = gtimer();
+      reinterpret_cast<unsigned long long*>(args.partials)[32 * blockIdx.x + 8] = gtimer();
   }
   const unsigned long long tag = gen + 1;
-  // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 16 slots per CTA:
+  // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 32 slots per CTA:
   // 0 start, 1 consumers' phase-0 batch published, 2 producer sees its first chunk ready,
   // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals, 7 first
   // unit's silu·mul staged, 8 setup done, 9 phase-0 batch decoded and its TMA stores complete,
-  // 12 stream-K: the first unit's partial written and counted, 13 a later unit's main loop done
+  // 10 the start's packed activation chunks arrived, 11 the first weight stage arrived, 12
+  // stream-K: the first unit's partial written and counted, 13 a later unit's main loop done,
+  // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's first main
+  // loop done, 29 / 30 the pair's first / second cluster barrier passed, 31 the epilogue's first
+  // consumer barrier passed
   // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
   // puts them after its partials).
   unsigned long long* const stamp =
       reinterpret_cast<unsigned long long*>(
           args.partials + (kStream ? int64_t(args.L) * tiles_per_l * args.splits * 2 * BM * kNT : 0)) +
-      16 * blockIdx.x;
+      32 * blockIdx.x;
   if constexpr ((kProbe & 512) != 0) {
     if (tid == 0) stamp[0] = gtimer();
   }
@@ -779,16 +812,30 @@ __global__ void __launch_bounds__(kThreads, 1)
               const uint32_t src = i == 0 ? staging : ring + uint32_t(S - i) * Cfg::kActBytes;
               tma_store_3d(&maps.act, src, ch.kb * kBK, ch.mt * BM, ch.l);
             }
+            if constexpr ((kProbe & 512) != 0) stamp[14] = gtimer();
             bulk_commit();
             bulk_wait_read();
             mbar_arrive(ph0_bar);
             if (nb > 0) {
               bulk_wait();
+              if constexpr ((kProbe & 512) != 0) stamp[15] = gtimer();
               publish_chunks(args, q, nb, tag);
             }
             if constexpr ((kProbe & 512) != 0) stamp[1] = gtimer();
           }
         }
+      }
+    }
+    if constexpr ((kProbe & 512) != 0) {  // warp 2 watches the start: stamps 10 and 11
+      int q, nb, nl;
+      start_plan(q, nb, nl);
+      const bool fetched = nl > 0 || (q < chunks && !(BM == 256 && !kStream) && nb <= S &&
+                                      nb * BM <= 4 * kConsumers);
+      if (tid == kConsumers + 64 && fetched) {
+        mbar_wait(ld_bar, 0);
+        stamp[10] = gtimer();
+        mbar_wait(wfull_bar, 0);
+        stamp[11] = gtimer();
       }
     }
     if constexpr (kStream) {
@@ -827,9 +874,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the phase-0 warp writes and publishes the batch (see there).
         int l0, mt0, nt0, split0, kb00, kb10;
         unit_of(first_u, l0, mt0, nt0, split0, kb00, kb10);
-        static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
-        decode_start<BM, S, 5>(args, maps, l0, mt0, kb00, nl, q, nb, ring, staging, ld_bar, tid,
-                               kConsumers, [] { consumer_sync(kConsumers); });
+        if constexpr (BM == 256 && !kStream) {  // (start_plan: nl == 0 in the others)
+          static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
+          decode_start<BM, S, 5>(args, maps, l0, mt0, kb00, nl, q, nb, ring, staging, ld_bar, tid,
+                                 kConsumers, [] { consumer_sync(kConsumers); });
+        }
         fence_proxy_async();  // this thread's ring writes -> wgmma and the TMA stores
         if constexpr ((kProbe & 512) != 0) {
           if (tid == 0) stamp[9] = gtimer();
@@ -948,6 +997,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (it == 0) mbar_wait(ph0_bar, 0);
       }
       if constexpr ((kProbe & 512) != 0) {
+        if (lane == 0 && it == 0) stamp[16 + tid / 32] = gtimer();  // each consumer warp
         if (tid == 0 && it == 0) stamp[4] = gtimer();
         if (tid == 0 && it != 0) stamp[13] = gtimer();
       }
@@ -965,6 +1015,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         // commutes), so the result does not depend on the rank.
         const uint32_t rank = uint32_t(split);
         cluster_sync_all();  // 1: both main loops are done, both rings are free
+        if constexpr ((kProbe & 512) != 0) {
+          if (tid == 0) stamp[29] = gtimer();
+        }
         const uint32_t dst = peer_smem(ring, rank ^ 1u);
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
@@ -974,6 +1027,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           st_cluster_f4(dst + uint32_t(i * kConsumers + tid) * 16u, v[0], v[1], v[2], v[3]);
         }
         cluster_sync_all();  // 2: the halves have arrived
+        if constexpr ((kProbe & 512) != 0) {
+          if (tid == 0) stamp[30] = gtimer();
+        }
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
           const uint4 r = lds128(ring + uint32_t(i * kConsumers + tid) * 16u);
@@ -1103,6 +1159,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][64 columns] ->
       // 16-byte coalesced (masked) stores.
       consumer_sync(kConsumers);  // the previous tile's staging reads are done
+      if constexpr ((kProbe & 512) != 0) {
+        if (tid == 0 && it == uint32_t(kb1 - kb0)) stamp[31] = gtimer();
+      }
       constexpr int kRowsOut = kPair ? BM / 2 : BM;  // rows of C this CTA writes
 #pragma unroll
       for (int j = 0; j < kRowsOut / 8; ++j) {
@@ -1168,6 +1227,7 @@ inline RsMaps make_rs_maps(const RsArgs& a, const uint8_t* b1, const uint8_t* b2
   m.sfb2 = make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
   m.pa = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 32, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.psfa = make_tensor_map(a.sfa, 1, a.K / 16, a.M, a.L, 16, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.pa4 = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 128, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_128B);
   return m;
 }
 
