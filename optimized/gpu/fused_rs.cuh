@@ -585,6 +585,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t ld_bar = scratch + 24;   // the start's packed activation chunks have arrived
 
   const int tid = threadIdx.x;
+  const unsigned long long t_entry = (kProbe & 512) != 0 && tid == 0 ? gtimer() : 0;
   const int nk = args.K / kBK;
   const int tiles_per_l = args.m_tiles * args.n_tiles;
   const int units = args.L * tiles_per_l * args.splits;
@@ -626,8 +627,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // 10 the start's packed activation chunks arrived, 11 the first weight stage arrived, 12
   // stream-K: the first unit's partial written and counted, 13 a later unit's main loop done,
   // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's first main
-  // loop done, 29 / 30 the pair's first / second cluster barrier passed, 31 the epilogue's first
-  // consumer barrier passed
+  // loop done, 24 kernel entry, 29 / 30 the pair's first / second cluster barrier passed, 31 the
+  // epilogue's first consumer barrier passed
   // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
   // puts them after its partials).
   unsigned long long* const stamp =
@@ -635,7 +636,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           args.partials + (kStream ? int64_t(args.L) * tiles_per_l * args.splits * 2 * BM * kNT : 0)) +
       32 * blockIdx.x;
   if constexpr ((kProbe & 512) != 0) {
-    if (tid == 0) stamp[0] = gtimer();
+    if (tid == 0) {
+      stamp[0] = gtimer();
+      stamp[24] = t_entry;
+    }
   }
 
   // Stream-K (kStream): CTA i owns weight stages [start(i), start(i + 1)) of the tiles' stages
