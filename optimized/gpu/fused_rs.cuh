@@ -1161,7 +1161,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
 
       // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][64 columns] ->
-      // 16-byte coalesced (masked) stores.
+      // 16-byte coalesced (masked) stores. (All accumulators are read in one block: reading part
+      // of them after a barrier or a store loop made ptxas serialize every wgmma of the main loop,
+      // +20-30 us; ctest ptxas_fused_codegen watches for it, FUSED_NOTES v5e.)
       consumer_sync(kConsumers);  // the previous tile's staging reads are done
       if constexpr ((kProbe & 512) != 0) {
         if (tid == 0 && it == uint32_t(kb1 - kb0)) stamp[31] = gtimer();
