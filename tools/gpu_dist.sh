@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu_dist.sh — collect what tools/gpu_run.sh needs on the GPU machine into one ignored folder
-# (carried to the device machine; 64 MiB at most): the harness and every gpu test executable
-# (tests/gpu/test_*), stripped of symbols.
+# (carried to the device machine; 64 MiB at most): the harness, every gpu test executable
+# (tests/gpu/test_*) and the fused kernels' timing probe, stripped of symbols.
 #   tools/gpu_dist.sh [BUILD_DIR] [DIST_DIR]     (defaults: build-gpu, build-gpu-dist)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +15,8 @@ for src in "$here"/tests/gpu/test_*.cpp "$here"/tests/gpu/test_*.cu; do
   name=$(basename "${src%.*}")
   if [ -x "$build/tests/$name" ]; then cp "$build/tests/$name" "$dist/"; else echo "gpu_dist: $name not built" >&2; fi
 done
+# The fused kernels' timing probe (tools/fused_probe.cu), when built: `$dist/fused_probe [mode]`.
+if [ -x "$build/fused_probe" ]; then cp "$build/fused_probe" "$dist/"; fi
 strip --strip-unneeded "$dist"/* 2>/dev/null || true
 chmod +x "$here/tools/gpu_run.sh"
 du -sh "$dist"

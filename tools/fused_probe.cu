@@ -1,0 +1,400 @@
+// fused_probe.cu — the timing probe behind optimized/gpu/FUSED_NOTES.md (not part of the product).
+//
+// Launches the v5 kernels of optimized/gpu/fused_rs.cuh directly on random packed data of the four
+// benchmark shapes, each launch timed alone with one CUDA-event pair after a 256 MB write that
+// leaves the L2 cold and dirty (as the harness's bench does between calls), median of 15.
+//
+//   fused_probe [time]    per shape: the 128-row and 256-row tiles, the split-K pair (where twice
+//                         the 256-row tiles fit on the SMs) and stream-K (where the 256-row tiles
+//                         leave SMs idle), µs, and a hash of each fp16 output (the pair and
+//                         stream-K are also compared element by element with the 256-row kernel)
+//   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
+//                         median / max over CTAs, µs from the first CTA's end of setup), after a
+//                         memset of 256 MB, a read of 256 MB, or nothing
+//   fused_probe ablate    the 256-row kernel and the pair with stages left out (kProbe bits: no
+//                         activation TMA, no weight TMA, no phase 0, no main loop) — timing only,
+//                         their outputs are wrong
+//   fused_probe silu      the epilogue's silu·mul against the IEEE division on 80 001 points of
+//                         [-100, 100] and the special values
+//
+// Build: `cmake --build build --target fused_probe` (with CUDA); run on the GPU machine. Measured
+// numbers belong in FUSED_NOTES.md with the device and date, as every other measurement.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/fused_rs.cuh"
+
+using namespace nvfp4::gpu::fused;
+
+namespace {
+
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+template <class T>
+T* dalloc(size_t n) {
+  T* p;
+  CK(cudaMalloc(&p, n * sizeof(T)));
+  CK(cudaMemset(p, 0, n * sizeof(T)));
+  return p;
+}
+
+// Random packed E2M1 bytes, or E4M3 scale bytes in [0x18, 0x27] (2^-4 .. 2^-2 range, finite).
+uint8_t* upload_random(size_t n, std::mt19937& g, bool scale) {
+  std::vector<uint8_t> h(n);
+  for (auto& x : h) x = scale ? uint8_t(0x18 + g() % 16) : uint8_t(g());
+  uint8_t* d = dalloc<uint8_t>(n);
+  CK(cudaMemcpy(d, h.data(), n, cudaMemcpyHostToDevice));
+  return d;
+}
+
+enum class Flush { Memset, Read, None };
+Flush g_flush = Flush::Memset;
+constexpr size_t kFlushBytes = size_t(256) << 20;
+
+__global__ void read_flush_kernel(const uint4* p, size_t n, unsigned* sink) {
+  uint32_t x = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcg(p + i);
+    x ^= v.x ^ v.w;
+  }
+  if (x == 0x12345678u) *sink = x;  // keeps the loads
+}
+
+void flush_l2(void* buf, int r) {
+  if (g_flush == Flush::Memset) CK(cudaMemsetAsync(buf, r, kFlushBytes));
+  if (g_flush == Flush::Read)
+    read_flush_kernel<<<264, 512>>>(static_cast<const uint4*>(buf), kFlushBytes / 16,
+                                    static_cast<unsigned*>(buf));
+}
+
+// One problem and its workspace (zeroed once, as the plan does).
+struct Problem {
+  int M, N, K;
+  rs::RsArgs a{};
+  rs::RsMaps maps128{}, maps256{};
+  void* flush = nullptr;
+  int sms = 0;
+};
+
+// A kernel launch: grid, cluster size, maps; returns the median of `reps` flushed launches (µs).
+// `stamps` (kProbe bit 9) zeroes the stamp area first: 32 slots of 8 bytes per CTA from `at`.
+template <class Kern>
+float time_launches(Kern kern, int smem, int grid, int cluster, const rs::RsMaps& maps,
+                    const rs::RsArgs& a, void* flush, int reps, float* stamps_at = nullptr) {
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchConfig_t c{};
+  cudaLaunchAttribute attr[1];
+  c.blockDim = dim3(rs::kThreads);
+  c.dynamicSmemBytes = smem;
+  c.gridDim = dim3(grid);
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  c.attrs = attr;
+  c.numAttrs = cluster > 1 ? 1 : 0;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ts;
+  for (int r = 0; r < reps + 2; ++r) {  // two untimed launches first
+    if (stamps_at) CK(cudaMemset(stamps_at, 0, size_t(grid) * 256));
+    flush_l2(flush, r);
+    CK(cudaEventRecord(e0));
+    CK(cudaLaunchKernelEx(&c, kern, maps, a));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 2) ts.push_back(ms * 1000);
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2];
+}
+
+// The kernels as fused.cu launches them (tile height BM, ring depth S).
+template <int BM, int S, int P>
+float run_tiles(Problem& p, int reps, float* stamps = nullptr) {
+  rs::RsArgs a = p.a;
+  a.m_tiles = (p.M + BM - 1) / BM;
+  a.splits = 1;
+  const int units = a.L * a.m_tiles * a.n_tiles;
+  return time_launches(rs::fused_rs_kernel<BM, S, P>, rs::RsConfig<BM, S>::kSmemBytes,
+                       std::min(units, p.sms), 1, BM == 128 ? p.maps128 : p.maps256, a, p.flush,
+                       reps, stamps);
+}
+bool pair_offered(const Problem& p) { return 2 * ((p.M + 255) / 256) * p.a.n_tiles <= p.sms; }
+template <int P>
+float run_pair(Problem& p, int reps, float* stamps = nullptr) {
+  rs::RsArgs a = p.a;
+  a.m_tiles = (p.M + 255) / 256;
+  a.splits = 2;
+  return time_launches(rs::fused_rs_kernel<256, 4, P, true>, rs::RsConfig<256, 4>::kSmemBytes,
+                       2 * a.L * a.m_tiles * a.n_tiles, 2, p.maps256, a, p.flush, reps, stamps);
+}
+bool stream_offered(const Problem& p) { return ((p.M + 255) / 256) * p.a.n_tiles < p.sms; }
+// Stream-K: grid and the most parts a tile can have, as the kernel's header states; the stamps
+// go after the partials.
+struct StreamShape {
+  int grid, splits;
+  int64_t stamp_offset;  // floats
+};
+StreamShape stream_shape(const Problem& p) {
+  const int nw = p.K / 256, tiles = ((p.M + 255) / 256) * p.a.n_tiles * p.a.L;
+  const int64_t total = int64_t(tiles) * nw;
+  const int grid = int(std::min<int64_t>(p.sms, total));
+  const int64_t wmin = total / grid;
+  const int splits = int((nw - 1 + wmin - 1) / wmin + 1);
+  return {grid, splits, int64_t(tiles) * splits * 2 * 256 * rs::kNT};
+}
+template <int P>
+float run_stream(Problem& p, int reps, float* stamps = nullptr) {
+  rs::RsArgs a = p.a;
+  a.m_tiles = (p.M + 255) / 256;
+  const StreamShape s = stream_shape(p);
+  a.splits = s.splits;
+  return time_launches(rs::fused_rs_kernel<256, 4, P, false, true>,
+                       rs::RsConfig<256, 4>::kSmemBytes, s.grid, 1, p.maps256, a, p.flush, reps,
+                       stamps);
+}
+
+std::vector<uint16_t> take_output(const Problem& p) {  // C, then C is poisoned for the next run
+  std::vector<uint16_t> v(size_t(p.M) * p.N);
+  CK(cudaMemcpy(v.data(), p.a.c, v.size() * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemset(p.a.c, 0xFF, v.size() * 2));
+  return v;
+}
+unsigned long long hash_of(const std::vector<uint16_t>& v) {  // FNV-1a over the fp16 words
+  unsigned long long h = 1469598103934665603ull;
+  for (uint16_t x : v) {
+    h ^= x;
+    h *= 1099511628211ull;
+  }
+  return h & 0xFFFFFF;
+}
+long words_differing(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
+  long d = 0;
+  for (size_t i = 0; i < x.size(); ++i) d += x[i] != y[i];
+  return d;
+}
+
+void print_stamps(const float* at, int grid, const char* name) {
+  std::vector<unsigned long long> h(size_t(grid) * 32);
+  CK(cudaMemcpy(h.data(), at, h.size() * 8, cudaMemcpyDeviceToHost));
+  unsigned long long t0 = ~0ull;
+  for (int b = 0; b < grid; ++b)
+    if (h[32 * b]) t0 = std::min(t0, h[32 * b]);
+  // Slot meanings: the kProbe bit 9 comment in fused_rs.cuh.
+  struct Ev {
+    int slot;
+    const char* name;
+  };
+  const Ev evs[] = {{10, "A-arrived"},     {11, "W0-arrived"},   {9, "decoded"},
+                    {14, "ph0-st-issued"}, {15, "ph0-st-done"},  {1, "ph0-published"},
+                    {2, "prod-first-ready"}, {3, "first-wgmma"}, {4, "unit0-done"},
+                    {12, "sk-counted"},    {13, "unit1-done"},   {29, "csync1"},
+                    {30, "csync2"},        {31, "epi-sync"},     {7, "staged"},
+                    {5, "end"}};
+  std::printf("  %s (µs from the first CTA's end of setup: min/median/max over CTAs):", name);
+  for (const Ev& e : evs) {
+    std::vector<double> v;
+    for (int b = 0; b < grid; ++b) {
+      const unsigned long long x = h[32 * b + e.slot];
+      if (x >= t0) v.push_back((x - t0) * 1e-3);
+    }
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    std::printf(" %s %.1f/%.1f/%.1f", e.name, v.front(), v[v.size() / 2], v.back());
+  }
+  std::vector<double> setup, skew;  // entry -> end of setup; spread of the warps' main-loop ends
+  for (int b = 0; b < grid; ++b) {
+    const unsigned long long* x = &h[32 * b];
+    if (x[24] && x[0] >= x[24]) setup.push_back((x[0] - x[24]) * 1e-3);
+    unsigned long long lo = ~0ull, hi = 0;
+    for (int w = 0; w < 8; ++w)
+      if (x[16 + w]) lo = std::min(lo, x[16 + w]), hi = std::max(hi, x[16 + w]);
+    if (hi) skew.push_back((hi - lo) * 1e-3);
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  std::printf(" | setup %.2f, warp skew %.2f (medians)\n", med(setup), med(skew));
+}
+
+void mode_time(Problem& p) {
+  std::printf("%dx%dx%d | BM128 %.1f", p.M, p.N, p.K, run_tiles<128, 8, 0>(p, 15));
+  std::printf(" #%06llx", hash_of(take_output(p)));
+  std::printf(" | BM256 %.1f", run_tiles<256, 4, 0>(p, 15));
+  const std::vector<uint16_t> ref = take_output(p);
+  std::printf(" #%06llx", hash_of(ref));
+  if (pair_offered(p)) {
+    std::printf(" | pair %.1f", run_pair<0>(p, 15));
+    const std::vector<uint16_t> c = take_output(p);
+    std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
+  }
+  if (stream_offered(p)) {
+    std::printf(" | stream-K %.1f", run_stream<0>(p, 15));
+    const std::vector<uint16_t> c = take_output(p);
+    std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
+  }
+  std::printf("\n");
+}
+
+void mode_timeline(Problem& p) {
+  float* st = p.a.partials;
+  for (Flush f : {Flush::Memset, Flush::Read, Flush::None}) {
+    g_flush = f;
+    const char* fl = f == Flush::Memset ? "memset" : f == Flush::Read ? "read" : "none";
+    char name[96];
+    if (p.M <= 256 && pair_offered(p)) {
+      run_pair<512>(p, 1, st);
+      std::snprintf(name, sizeof name, "%dx%dx%d pair, flush %s", p.M, p.N, p.K, fl);
+      print_stamps(st, 2 * ((p.M + 255) / 256) * p.a.n_tiles, name);
+    } else if (stream_offered(p) && 4 * ((p.M + 255) / 256) * p.a.n_tiles <= 3 * p.sms) {
+      const StreamShape s = stream_shape(p);
+      run_stream<512>(p, 1, p.a.partials + s.stamp_offset);
+      std::snprintf(name, sizeof name, "%dx%dx%d stream-K, flush %s", p.M, p.N, p.K, fl);
+      print_stamps(p.a.partials + s.stamp_offset, s.grid, name);
+    } else {
+      run_tiles<256, 4, 512>(p, 1, st);
+      std::snprintf(name, sizeof name, "%dx%dx%d BM256, flush %s", p.M, p.N, p.K, fl);
+      print_stamps(st, std::min(((p.M + 255) / 256) * p.a.n_tiles, p.sms), name);
+    }
+  }
+  g_flush = Flush::Memset;
+}
+
+void mode_ablate(Problem& p) {
+  // kProbe bits: 1 no activation TMA (stale tiles; flags still awaited), 8 no weight TMA,
+  // 4 no phase 0 and no waits for it, 32 no main loop (with 4: setup and teardown only).
+  std::printf("%dx%dx%d | BM256 %.1f", p.M, p.N, p.K, run_tiles<256, 4, 0>(p, 15));
+  std::printf(" no-act-TMA %.1f", run_tiles<256, 4, 1>(p, 15));
+  std::printf(" no-weight-TMA %.1f", run_tiles<256, 4, 8>(p, 15));
+  std::printf(" no-phase0 %.1f", run_tiles<256, 4, 4>(p, 15));
+  std::printf(" no-phase0-no-act %.1f", run_tiles<256, 4, 5>(p, 15));
+  std::printf(" empty %.1f", run_tiles<256, 4, 36>(p, 15));
+  if (pair_offered(p)) {
+    std::printf(" | pair %.1f", run_pair<0>(p, 15));
+    std::printf(" no-act-TMA %.1f", run_pair<1>(p, 15));
+    std::printf(" no-weight-TMA %.1f", run_pair<8>(p, 15));
+    std::printf(" no-phase0 %.1f", run_pair<4>(p, 15));
+    std::printf(" no-phase0-no-act %.1f", run_pair<5>(p, 15));
+  }
+  std::printf("\n");
+}
+
+__global__ void silu_kernel(const float* x, float* nb, float* ieee, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  nb[i] = rs::detail2::silu_mul_nb(x[i], 1.0f, 1.0f, 1.0f);
+  ieee[i] = detail::silu_mul(x[i], 1.0f, 1.0f, 1.0f);
+}
+
+int mode_silu() {
+  std::vector<float> x;
+  for (int i = -40000; i <= 40000; ++i) x.push_back(float(i) * 0.0025f);
+  for (float v : {INFINITY, -INFINITY, NAN, 1e30f, -1e30f, -87.0f, -87.5f, -88.0f, -88.5f, -88.72f,
+                  -89.0f, -103.0f, 1e-30f, -1e-30f, 0.0f, -0.0f, 3.4e38f, -3.4e38f})
+    x.push_back(v);
+  const int n = int(x.size());
+  float *dx = dalloc<float>(n), *dn = dalloc<float>(n), *di = dalloc<float>(n);
+  CK(cudaMemcpy(dx, x.data(), n * 4, cudaMemcpyHostToDevice));
+  silu_kernel<<<(n + 255) / 256, 256>>>(dx, dn, di, n);
+  std::vector<float> a(n), b(n);
+  CK(cudaMemcpy(a.data(), dn, n * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(b.data(), di, n * 4, cudaMemcpyDeviceToHost));
+  int bad = 0, diff = 0;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    bool ok;
+    if (std::isnan(v)) ok = std::isnan(a[i]);
+    else if (std::isinf(v) || std::fabs(v) >= 1e29f) ok = v > 0 ? a[i] == v : (a[i] == 0 && std::signbit(a[i]));
+    else ok = std::fabs(a[i] - b[i]) <= std::fabs(std::nextafter(b[i], INFINITY) - b[i]);
+    diff += a[i] != b[i];
+    if (!ok && bad++ < 5) std::printf("silu: x=%g got %g, IEEE division %g\n", v, a[i], b[i]);
+  }
+  std::printf("silu: %d points, %d differ from the IEEE division, %d beyond 1 ulp\n", n, diff, bad);
+  return bad == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "time";
+  if (mode == "silu") return mode_silu();
+  if (mode != "time" && mode != "timeline" && mode != "ablate") {
+    std::fprintf(stderr, "usage: fused_probe [time|timeline|ablate|silu]\n");
+    return 2;
+  }
+  int dev = 0, major = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major != 9) {
+    std::fprintf(stderr, "fused_probe: the v5 kernels need sm_90a (this GPU is sm_%d x)\n", major);
+    return 125;
+  }
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  void* flush = dalloc<uint8_t>(kFlushBytes);
+  const int shapes[4][3] = {{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096}, {512, 3072, 7168}};
+  std::mt19937 g(1);
+  for (const auto& sh : shapes) {
+    Problem p;
+    p.M = sh[0], p.N = sh[1], p.K = sh[2];
+    p.sms = sms;
+    p.flush = flush;
+    rs::RsArgs& a = p.a;
+    a.a = upload_random(size_t(p.M) * p.K / 2, g, false);
+    a.sfa = upload_random(size_t(p.M) * p.K / 16, g, true);
+    const uint8_t* b1 = upload_random(size_t(p.N) * p.K / 2, g, false);
+    const uint8_t* b2 = upload_random(size_t(p.N) * p.K / 2, g, false);
+    const uint8_t* s1 = upload_random(size_t(p.N) * p.K / 16, g, true);
+    const uint8_t* s2 = upload_random(size_t(p.N) * p.K / 16, g, true);
+    a.act = dalloc<uint16_t>(size_t(p.M) * p.K);
+    a.chunk_state = dalloc<unsigned long long>(size_t(p.K / 64) * ((p.M + 127) / 128));
+    a.sync = dalloc<rs::SyncState>(1);
+    // Partials: stream-K's parts (at most 3 here) and the stamps after them; also enough for the
+    // stamps at the start of the buffer.
+    a.partials = dalloc<float>(size_t(16) << 20);
+    a.tile_count = dalloc<unsigned>(4096);
+    a.ready = dalloc<unsigned long long>(4096);
+    a.c = dalloc<__half>(size_t(p.M) * p.N);
+    a.M = p.M, a.N = p.N, a.K = p.K, a.L = 1;
+    a.m_tiles = (p.M + 127) / 128;
+    a.n_tiles = (p.N + rs::kNT - 1) / rs::kNT;
+    a.splits = 1;
+    a.alpha1 = a.alpha2 = 1.0f;
+    p.maps128 = rs::make_rs_maps(a, b1, b2, s1, s2, 128);
+    p.maps256 = rs::make_rs_maps(a, b1, b2, s1, s2, 256);
+    if (mode == "time") mode_time(p);
+    if (mode == "timeline") mode_timeline(p);
+    if (mode == "ablate") mode_ablate(p);
+    for (const void* q : {static_cast<const void*>(a.a), static_cast<const void*>(a.sfa),
+                          static_cast<const void*>(b1), static_cast<const void*>(b2),
+                          static_cast<const void*>(s1), static_cast<const void*>(s2),
+                          static_cast<const void*>(a.act), static_cast<const void*>(a.chunk_state),
+                          static_cast<const void*>(a.sync), static_cast<const void*>(a.partials),
+                          static_cast<const void*>(a.tile_count), static_cast<const void*>(a.ready),
+                          static_cast<const void*>(a.c)})
+      CK(cudaFree(const_cast<void*>(q)));
+  }
+  CK(cudaFree(flush));
+  return 0;
+}
