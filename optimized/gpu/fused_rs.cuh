@@ -346,18 +346,20 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
 // into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
 // `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
 // each row block its own 128-byte line, took 5-10 us to arrive at the start; FUSED_NOTES v5d.)
+// One chunk's two boxes (48 * BM bytes at dst), counted on `bar` by the caller.
+template <int BM>
+__device__ __forceinline__ void load_chunk(const RsMaps& maps, const Chunk& ch, uint32_t dst,
+                                           uint32_t bar) {
+  tma_load_3d(dst, &maps.pa, ch.kb * 32, ch.mt * BM, ch.l, bar);
+  // (a TMA box must start 16-byte aligned in its row: the scales of K blocks kb & ~3 ..)
+  tma_load_3d(dst + 32u * BM, &maps.psfa, (ch.kb & ~3) * 4, ch.mt * BM, ch.l, bar);
+}
 template <int BM, class Src>
 __device__ __forceinline__ void fetch_chunks(const RsMaps& maps, int nc, Src src, uint32_t pk,
                                              uint32_t bar, int tid) {
   if (tid == 0) {
     mbar_arrive_expect_tx(bar, uint32_t(nc) * 48u * BM);
-    for (int ci = 0; ci < nc; ++ci) {
-      const Chunk ch = src(ci);
-      const uint32_t dst = pk + uint32_t(ci) * 48u * BM;
-      tma_load_3d(dst, &maps.pa, ch.kb * 32, ch.mt * BM, ch.l, bar);
-      // (a TMA box must start 16-byte aligned in its row: the scales of K blocks kb & ~3 ..)
-      tma_load_3d(dst + 32u * BM, &maps.psfa, (ch.kb & ~3) * 4, ch.mt * BM, ch.l, bar);
-    }
+    for (int ci = 0; ci < nc; ++ci) load_chunk<BM>(maps, src(ci), pk + uint32_t(ci) * 48u * BM, bar);
   }
   mbar_wait(bar, 0);
 }
@@ -484,12 +486,8 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
     mbar_arrive_expect_tx(bar, 144u * BM + uint32_t(nb) * 48u * BM);
     tma_load_3d(ring, &maps.pa4, kb0 * 32, mt0 * BM, l0, bar);
     tma_load_3d(ring + 128u * BM, &maps.psfa, kb0 * 4, mt0 * BM, l0, bar);
-    for (int ci = 0; ci < nb; ++ci) {
-      const Chunk ch = chunk_of(a, q + ci);
-      const uint32_t dst = batch_pk + uint32_t(ci) * 48u * BM;
-      tma_load_3d(dst, &maps.pa, ch.kb * 32, ch.mt * BM, ch.l, bar);
-      tma_load_3d(dst + 32u * BM, &maps.psfa, (ch.kb & ~3) * 4, ch.mt * BM, ch.l, bar);
-    }
+    for (int ci = 0; ci < nb; ++ci)
+      load_chunk<BM>(maps, chunk_of(a, q + ci), batch_pk + uint32_t(ci) * 48u * BM, bar);
   }
   mbar_wait(bar, 0);
   uint4 p[U][2];
