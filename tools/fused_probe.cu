@@ -149,19 +149,15 @@ float run_pair(Problem& p, int reps, float* stamps = nullptr) {
                        2 * a.L * a.m_tiles * a.n_tiles, 2, p.maps256, a, p.flush, reps, stamps);
 }
 bool stream_offered(const Problem& p) { return ((p.M + 255) / 256) * p.a.n_tiles < p.sms; }
-// Stream-K: grid and the most parts a tile can have, as the kernel's header states; the stamps
-// go after the partials.
+// Stream-K: the launch shape fused.cu uses (stream_k_shape); the stamps go after the partials.
 struct StreamShape {
   int grid, splits;
   int64_t stamp_offset;  // floats
 };
 StreamShape stream_shape(const Problem& p) {
-  const int nw = p.K / 256, tiles = ((p.M + 255) / 256) * p.a.n_tiles * p.a.L;
-  const int64_t total = int64_t(tiles) * nw;
-  const int grid = int(std::min<int64_t>(p.sms, total));
-  const int64_t wmin = total / grid;
-  const int splits = int((nw - 1 + wmin - 1) / wmin + 1);
-  return {grid, splits, int64_t(tiles) * splits * 2 * 256 * rs::kNT};
+  const int64_t tiles = int64_t((p.M + 255) / 256) * p.a.n_tiles * p.a.L;
+  const rs::StreamK sk = rs::stream_k_shape(tiles, p.K / 256, p.sms);
+  return {sk.grid, sk.parts, tiles * sk.parts * 2 * 256 * rs::kNT};
 }
 template <int P>
 float run_stream(Problem& p, int reps, float* stamps = nullptr) {

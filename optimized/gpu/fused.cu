@@ -209,16 +209,9 @@ int64_t rs_tiles(const Shape& s, int bm) {
   return s.L * ((s.M + bm - 1) / bm) * ((s.N + fused::rs::kNT - 1) / fused::rs::kNT);
 }
 
-// Stream-K at BM = 256 over `sms` CTAs: the grid (at most one CTA per 256-K weight stage) and the
-// most parts one tile can be split into (CTA runs are at least floor(stages / grid) long; the
-// kernel's partial slots per tile).
-struct StreamK {
-  int grid, parts;
-};
-StreamK stream_k(const Shape& s, int sms) {
-  const int64_t nw = s.K / 256, total = rs_tiles(s, 256) * nw;
-  const int64_t g = std::min<int64_t>(std::max(1, sms), total), wmin = total / g;
-  return StreamK{int(g), int((nw - 1 + wmin - 1) / wmin + 1)};
+// Stream-K at BM = 256 over `sms` CTAs (fused_rs.cuh, stream_k_shape).
+fused::rs::StreamK stream_k(const Shape& s, int sms) {
+  return fused::rs::stream_k_shape(rs_tiles(s, 256), s.K / 256, sms);
 }
 
 // One candidate of either family.
@@ -313,7 +306,7 @@ class FusedPlan final : public GpuPlan {
   std::string describe() const override {
     const Candidate& c = cands_[current_];
     if (c.rs && c.stream) {
-      const StreamK sk = stream_k(shape_, sm_count_);
+      const fused::rs::StreamK sk = stream_k(shape_, sm_count_);
       return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n256k16 "
              "operands, activations decoded once per call (phase 0) and streamed by TMA, dual "
              "GEMM + silu*mul epilogue, tile 256x" +
@@ -357,7 +350,7 @@ class FusedPlan final : public GpuPlan {
     a.m_tiles = int((shape_.M + c.width - 1) / c.width);
     a.splits = c.splits;
     if (c.stream) {
-      const StreamK sk = stream_k(shape_, sm_count_);
+      const fused::rs::StreamK sk = stream_k(shape_, sm_count_);
       a.splits = sk.parts;
       launch_rs<RsCfg256, true>(rs_maps256_, a, dim3(unsigned(sk.grid)), stream());
       return;

@@ -65,6 +65,8 @@
 // * Requirements: K % 256 == 0 (16-byte aligned scale rows for TMA). Rows past M or N are zero
 //   filled by TMA and their results discarded; stores are masked.
 #pragma once
+#include <algorithm>
+
 #include "fused_kernel.cuh"
 
 namespace nvfp4::gpu::fused::rs {
@@ -1218,6 +1220,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
   __trap();
 #endif
+}
+
+// Host side: stream-K's launch shape for `tiles` 256-row tiles of `nw` 256-K weight stages each
+// over `sms` SMs — the grid (at most one CTA per weight stage) and the most parts one tile can be
+// split into (CTA runs are at least floor(stages / grid) long), i.e. the partial slots and ready
+// flags per tile and the kernel's `splits`.
+struct StreamK {
+  int grid, parts;
+};
+inline StreamK stream_k_shape(int64_t tiles, int64_t nw, int sms) {
+  const int64_t total = tiles * nw;
+  const int64_t g = std::min<int64_t>(std::max(1, sms), total), wmin = total / g;
+  return StreamK{int(g), int((nw - 1 + wmin - 1) / wmin + 1)};
 }
 
 // Host side: the tensor maps for activation tile height bm.
