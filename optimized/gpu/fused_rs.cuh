@@ -590,6 +590,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles_per_l = args.m_tiles * args.n_tiles;
   const int units = args.L * tiles_per_l * args.splits;
   const int chunks = nk * args.L * args.m_tiles;
+  const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);  // phase-0 chunks per CTA
 
   if (tid == 0) {
     for (int s = 0; s < S; ++s) {
@@ -607,7 +608,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     // trips, issued back to back.
     const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
     if constexpr ((kProbe & 4) == 0) {
-      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
       sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
     }
     asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
@@ -684,7 +684,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     nb = 0;
     nl = 0;
     if constexpr ((kProbe & 4) == 0) {
-      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
       q = int(lds32(scratch + 8));
       nb = q < chunks ? min(batch, chunks - q) : 0;
       if (BM == 256 && !kStream && nb <= S) {
@@ -735,7 +734,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       // activation stages S ahead and decodes unclaimed phase-0 batches itself.
       const int lane = tid % 32;
       if (lane == 0) prefetch_tensormap(&maps.act);
-      const int batch = (chunks + int(gridDim.x) - 1) / int(gridDim.x);
       int q0, nb0, nl;
       start_plan(q0, nb0, nl);
       uint32_t it = 0;  // activation stages issued (or decoded by the consumers)
