@@ -716,6 +716,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kb = kb0; kb < kb1; kb += 4, ++wit) {
           const int ws = int(wit % Cfg::WS);
           if (wit >= uint32_t(Cfg::WS)) mbar_wait(wempty_bar + 8 * ws, ((wit / Cfg::WS) - 1) & 1);
+          // The second stage only once the first has arrived: at the start every CTA asks DRAM
+          // for its first WS weight stages at once (7 MB at 128 CTAs, behind a dirty L2), and
+          // the first wgmma waits for the first stage only. The pair measured -0.9 us at
+          // 256x4096x7168 and 256x3072x4096, the others unchanged; waiting for every
+          // predecessor was no better (FUSED_NOTES v5f).
+          if (wit == 1) mbar_wait(wfull_bar, 0);
           const uint32_t wfull = wfull_bar + 8 * ws;
           const uint32_t wst = wring + ws * Cfg::kWStageBytes;
           mbar_arrive_expect_tx(wfull, (kProbe & 8) ? 0 : Cfg::kWStageBytes);
