@@ -132,7 +132,7 @@ struct RsConfig {
   static constexpr int kWStageBytes = 2 * kWBytes + 2 * kSBytes;  // = TMA bytes
   static constexpr int kStRow = kNT * 2 + 16;     // epilogue staging row (padded, bytes)
   static constexpr int kStagingBytes = BM * kStRow;
-  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 32;
+  static constexpr int kBarBytes = 2 * (S + WS) * 8 + 40;
   static constexpr int kSmemBytes =
       1024 + S * kActBytes + WS * kWStageBytes + kStagingBytes + kBarBytes;
   static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
@@ -177,6 +177,11 @@ __device__ __forceinline__ void st_release(unsigned long long* p, unsigned long 
 }
 __device__ __forceinline__ void wait_tag(const unsigned long long* p, unsigned long long tag) {
   while (ld_acquire(p) != tag) __nanosleep(64);
+}
+// Adds `bytes` to the transaction count the barrier's current phase waits for, without arriving.
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
 }
 // One E4M3 scale byte -> (scale * 64) in both fp16 halves (decode8 yields value * 2^-6).
 __device__ __forceinline__ uint32_t scale64(uint32_t b) {
@@ -475,19 +480,19 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
 // thread reads its row blocks (at most U) before any thread writes a decoded one (`sync`). Rows
 // past M decode to zeros (TMA zero-fills them).
 template <int BM, int S, int U, class Sync>
-__device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt0, int kb0, int nl,
-                             int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
-                             int n, Sync sync) {
+__device__ void decode_start(const RsArgs& a, const RsMaps& maps, int nl, int q, int nb,
+                             uint32_t ring, uint32_t staging, uint32_t bar, int tid, int n,
+                             Sync sync) {
   static_assert(S <= 4, "the local stages come from one 4-chunk box");
   const int nc = nl + nb, items = nc * BM;
-  // The local stages (K blocks kb0 .. kb0 + 3, kb0 % 4 == 0) as one 128-byte-wide box and one
-  // scale box: a TMA box costs per row, and 4 narrow chunks took 4x the rows (FUSED_NOTES v5e);
-  // the batch's chunks after them (fetch_chunks' layout).
+  // The local stages (K blocks kb0 .. kb0 + 3 of the first unit, kb0 % 4 == 0) as one
+  // 128-byte-wide box and one scale box at `ring`: a TMA box costs per row, and 4 narrow chunks
+  // took 4x the rows (FUSED_NOTES v5e); the kernel's setup issues them on `bar` (their bytes
+  // counted, not arrived) before it takes the batch from the queue. The batch's chunks after
+  // them (fetch_chunks' layout), with the arrival.
   const uint32_t batch_pk = ring + 144u * BM;
   if (tid == 0) {
-    mbar_arrive_expect_tx(bar, 144u * BM + uint32_t(nb) * 48u * BM);
-    tma_load_3d(ring, &maps.pa4, kb0 * 32, mt0 * BM, l0, bar);
-    tma_load_3d(ring + 128u * BM, &maps.psfa, kb0 * 4, mt0 * BM, l0, bar);
+    mbar_arrive_expect_tx(bar, uint32_t(nb) * 48u * BM);
     for (int ci = 0; ci < nb; ++ci)
       load_chunk<BM>(maps, chunk_of(a, q + ci), batch_pk + uint32_t(ci) * 48u * BM, bar);
   }
@@ -567,6 +572,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = RsConfig<BM, S>;
   using namespace detail2;
   static_assert(!kPair || BM == 256, "split-K pairs are for 256-row tiles");
+  // The kernels with the local start (256-row tiles and the pair) issue its first load before the
+  // queue's atomic has returned (see after the setup); the others take the queue in the setup.
+  constexpr bool kEarlyBox = BM == 256 && !kStream && (kProbe & 4) == 0;
   extern __shared__ __align__(1024) uint8_t smem[];
   if constexpr (kPair) {  // one unit per CTA, or the cluster barriers below would not match
     if (gridDim.x != unsigned(args.L * args.m_tiles * args.n_tiles * 2) || args.splits != 2)
@@ -583,6 +591,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t scratch = wempty_bar + Cfg::WS * 8;  // 16 bytes: gen (8), chunk / flag (4)
   const uint32_t ph0_bar = scratch + 16;  // phase 0 is done with the activation ring
   const uint32_t ld_bar = scratch + 24;   // the start's packed activation chunks have arrived
+  const uint32_t q_bar = scratch + 32;    // the generation and the phase-0 batch are in scratch
 
   const int tid = threadIdx.x;
   const unsigned long long t_entry = (kProbe & 512) != 0 && tid == 0 ? gtimer() : 0;
@@ -603,23 +612,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     mbar_init(ph0_bar, 1);
     mbar_init(ld_bar, 1);
+    mbar_init(q_bar, 2);
     mbar_init_fence();
-    // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
-    // trips, issued back to back.
-    const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
-    if constexpr ((kProbe & 4) == 0) {
-      sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
+    if constexpr (!kEarlyBox) {
+      // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
+      // trips, issued back to back.
+      const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
+      if constexpr ((kProbe & 4) == 0) {
+        sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
+      }
+      asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
     }
-    asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
   }
+  // (kEarlyBox: the generation and the phase-0 batch come after this barrier, see there.)
   __syncthreads();
-  unsigned long long gen;
-  asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
   if constexpr ((kProbe & 512) != 0) {
     if (tid == 0)
       reinterpret_cast<unsigned long long*>(args.partials)[32 * blockIdx.x + 8] = gtimer();
   }
-  const unsigned long long tag = gen + 1;
   // kProbe bit 9: per-CTA event times (ns) into the partials workspace, 32 slots per CTA:
   // 0 start, 1 consumers' phase-0 batch published, 2 producer sees its first chunk ready,
   // 3 first wgmma issued, 4 first unit's main loop done, 5 end, 6 producer steals, 7 first
@@ -676,9 +686,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // This CTA's phase-0 batch (nb chunks from q, taken in the setup) and nl, the activation stages
-  // of its first unit that its consumers decode locally (decode_start); nl = 0 where the batch
-  // does not fit beside them (then phase 0 runs first, through the whole ring, as before).
+  // This CTA's phase-0 batch (nb chunks from q, taken from the queue by thread 0 below) and nl,
+  // the activation stages of its first unit that its consumers decode locally (decode_start);
+  // nl = 0 where a full batch would not fit beside them (then phase 0 runs first, through the
+  // whole ring, as before). After q_bar.
+  const bool local_start = kEarlyBox && batch <= S;
   auto start_plan = [&](int& q, int& nb, int& nl) {
     q = chunks;
     nb = 0;
@@ -686,13 +698,46 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr ((kProbe & 4) == 0) {
       q = int(lds32(scratch + 8));
       nb = q < chunks ? min(batch, chunks - q) : 0;
-      if (BM == 256 && !kStream && nb <= S) {
+      if (local_start) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(first_u, l, mt, nt, split, kb0, kb1);
         nl = min(S + 1 - max(nb, 1), kb1 - kb0);
       }
     }
   };
+
+  if constexpr (kEarlyBox) {
+    // The local start's four packed chunks are issued by thread 32 (decode_start: they depend on
+    // the unit only; their bytes are added to ld_bar's transaction count here, the arrival comes
+    // with the batch's) while thread 0 takes the generation and the phase-0 batch (independent L2
+    // round trips, back to back; the queue's atomic is contended by every CTA at the start);
+    // everyone reads them after q_bar. (The first unit's coordinates are computed by every
+    // thread, outside the branches. With them computed inside, ptxas compiled the consumers' main
+    // loop with its counters in vector registers, every wgmma descriptor and barrier address
+    // moved through R2UR behind a WARPSYNC (cuobjdump): +4.7 us at 512x4096x7168 with unchanged
+    // main-loop source, FUSED_NOTES v5f.)
+    int l_0, mt_0, nt_0, split_0, kb0_0, kb1_0;
+    unit_of(first_u, l_0, mt_0, nt_0, split_0, kb0_0, kb1_0);
+    if (tid == 32) {
+      if (local_start) {
+        mbar_expect_tx(ld_bar, 144u * BM);
+        tma_load_3d(ring, &maps.pa4, kb0_0 * 32, mt_0 * BM, l_0, ld_bar);
+        tma_load_3d(ring + 128u * BM, &maps.psfa, kb0_0 * 4, mt_0 * BM, l_0, ld_bar);
+      }
+      mbar_arrive(q_bar);
+    }
+    if (tid == 0) {
+      const unsigned long long g =
+          *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
+      sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
+      asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
+      mbar_arrive(q_bar);
+    }
+    mbar_wait(q_bar, 0);
+  }
+  unsigned long long gen;
+  asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
+  const unsigned long long tag = gen + 1;
 
   if (tid >= kConsumers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
@@ -880,12 +925,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (nl > 0) {
         // The first nl stages of the first unit straight into the ring, the batch beside them;
         // the phase-0 warp writes and publishes the batch (see there).
-        int l0, mt0, nt0, split0, kb00, kb10;
-        unit_of(first_u, l0, mt0, nt0, split0, kb00, kb10);
         if constexpr (BM == 256 && !kStream) {  // (start_plan: nl == 0 in the others)
           static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
-          decode_start<BM, S, 5>(args, maps, l0, mt0, kb00, nl, q, nb, ring, staging, ld_bar, tid,
-                                 kConsumers, [] { consumer_sync(kConsumers); });
+          decode_start<BM, S, 5>(args, maps, nl, q, nb, ring, staging, ld_bar, tid, kConsumers,
+                                 [] { consumer_sync(kConsumers); });
         }
         fence_proxy_async();  // this thread's ring writes -> wgmma and the TMA stores
         if constexpr ((kProbe & 512) != 0) {
