@@ -64,6 +64,8 @@ for phase in "${phases[@]}"; do
       for t in $gpu_tests; do
         step "test $(basename "$t")" 300 "$out/tests.log" "$t" --no-colors
       done
+      # The v5 kernels' main loops in the carried binary's SASS (no R2UR / WARPSYNC, 8 HGMMA).
+      step "sass_check harness" 60 "$out/tests.log" python3 tools/sass_check.py "$dist/harness"
       ;;
     sanitize)
       # Small shapes of every GPU combination, in one process so the sanitizer sees every kernel
