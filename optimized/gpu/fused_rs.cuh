@@ -479,20 +479,24 @@ __device__ void decode_batch_tma(const RsArgs& a, const RsMaps& maps, int q, int
 // into the ring (the local stages as one wide box, the batch as fetch_chunks lays it out); every
 // thread reads its row blocks (at most U) before any thread writes a decoded one (`sync`). Rows
 // past M decode to zeros (TMA zero-fills them).
-template <int BM, int S, int U, class Sync>
-__device__ void decode_start(const RsArgs& a, const RsMaps& maps, int nl, int q, int nb,
-                             uint32_t ring, uint32_t staging, uint32_t bar, int tid, int n,
-                             Sync sync) {
+template <int BM, int S, int U, bool kBoxIssued, class Sync>
+__device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt0, int kb0, int nl,
+                             int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
+                             int n, Sync sync) {
   static_assert(S <= 4, "the local stages come from one 4-chunk box");
   const int nc = nl + nb, items = nc * BM;
   // The local stages (K blocks kb0 .. kb0 + 3 of the first unit, kb0 % 4 == 0) as one
   // 128-byte-wide box and one scale box at `ring`: a TMA box costs per row, and 4 narrow chunks
-  // took 4x the rows (FUSED_NOTES v5e); the kernel's setup issues them on `bar` (their bytes
-  // counted, not arrived) before it takes the batch from the queue. The batch's chunks after
-  // them (fetch_chunks' layout), with the arrival.
+  // took 4x the rows (FUSED_NOTES v5e); kBoxIssued: the kernel's setup has issued them on `bar`
+  // (their bytes counted, not arrived) before the batch came from the queue. The batch's chunks
+  // after them (fetch_chunks' layout), with the arrival.
   const uint32_t batch_pk = ring + 144u * BM;
   if (tid == 0) {
-    mbar_arrive_expect_tx(bar, uint32_t(nb) * 48u * BM);
+    mbar_arrive_expect_tx(bar, (kBoxIssued ? 0u : 144u * BM) + uint32_t(nb) * 48u * BM);
+    if constexpr (!kBoxIssued) {
+      tma_load_3d(ring, &maps.pa4, kb0 * 32, mt0 * BM, l0, bar);
+      tma_load_3d(ring + 128u * BM, &maps.psfa, kb0 * 4, mt0 * BM, l0, bar);
+    }
     for (int ci = 0; ci < nb; ++ci)
       load_chunk<BM>(maps, chunk_of(a, q + ci), batch_pk + uint32_t(ci) * 48u * BM, bar);
   }
@@ -572,9 +576,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = RsConfig<BM, S>;
   using namespace detail2;
   static_assert(!kPair || BM == 256, "split-K pairs are for 256-row tiles");
-  // The kernels with the local start (256-row tiles and the pair) issue its first load before the
-  // queue's atomic has returned (see after the setup); the others take the queue in the setup.
-  constexpr bool kEarlyBox = BM == 256 && !kStream && (kProbe & 4) == 0;
+  // The 256-row kernel issues its local start's first load before the queue's atomic has returned
+  // (see after the setup); the others take the queue in the setup. (The pair measured slower with
+  // it in the harness's bench, +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f.)
+  constexpr bool kEarlyBox = BM == 256 && !kStream && !kPair && (kProbe & 4) == 0;
   extern __shared__ __align__(1024) uint8_t smem[];
   if constexpr (kPair) {  // one unit per CTA, or the cluster barriers below would not match
     if (gridDim.x != unsigned(args.L * args.m_tiles * args.n_tiles * 2) || args.splits != 2)
@@ -612,7 +617,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     mbar_init(ph0_bar, 1);
     mbar_init(ld_bar, 1);
-    mbar_init(q_bar, 2);
+    if constexpr (kEarlyBox) mbar_init(q_bar, 2);
     mbar_init_fence();
     if constexpr (!kEarlyBox) {
       // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
@@ -626,6 +631,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // (kEarlyBox: the generation and the phase-0 batch come after this barrier, see there.)
   __syncthreads();
+  unsigned long long gen = 0;
+  if constexpr (!kEarlyBox)
+    asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
   if constexpr ((kProbe & 512) != 0) {
     if (tid == 0)
       reinterpret_cast<unsigned long long*>(args.partials)[32 * blockIdx.x + 8] = gtimer();
@@ -690,7 +698,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // the activation stages of its first unit that its consumers decode locally (decode_start);
   // nl = 0 where a full batch would not fit beside them (then phase 0 runs first, through the
   // whole ring, as before). After q_bar.
-  const bool local_start = kEarlyBox && batch <= S;
+  const bool early_box = kEarlyBox && batch <= S;  // (then nb <= batch <= S)
   auto start_plan = [&](int& q, int& nb, int& nl) {
     q = chunks;
     nb = 0;
@@ -698,7 +706,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr ((kProbe & 4) == 0) {
       q = int(lds32(scratch + 8));
       nb = q < chunks ? min(batch, chunks - q) : 0;
-      if (local_start) {
+      if (BM == 256 && !kStream && (kEarlyBox ? early_box : nb <= S)) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(first_u, l, mt, nt, split, kb0, kb1);
         nl = min(S + 1 - max(nb, 1), kb1 - kb0);
@@ -719,12 +727,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     int l_0, mt_0, nt_0, split_0, kb0_0, kb1_0;
     unit_of(first_u, l_0, mt_0, nt_0, split_0, kb0_0, kb1_0);
     if (tid == 32) {
-      if (local_start) {
-        mbar_expect_tx(ld_bar, 144u * BM);
+      // (The bytes are counted before q_bar completes, so the arrival that comes after it cannot
+      // complete ld_bar's phase without them; the loads are issued after the arrival, so that
+      // nobody waits on q_bar for their issue: thread 0's round trips alone gate the others, the
+      // weight producer among them, as in the other kernels.)
+      if (early_box) mbar_expect_tx(ld_bar, 144u * BM);
+      mbar_arrive(q_bar);
+      if (early_box) {
         tma_load_3d(ring, &maps.pa4, kb0_0 * 32, mt_0 * BM, l_0, ld_bar);
         tma_load_3d(ring + 128u * BM, &maps.psfa, kb0_0 * 4, mt_0 * BM, l_0, ld_bar);
       }
-      mbar_arrive(q_bar);
     }
     if (tid == 0) {
       const unsigned long long g =
@@ -734,9 +746,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_arrive(q_bar);
     }
     mbar_wait(q_bar, 0);
+    asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
   }
-  unsigned long long gen;
-  asm volatile("ld.shared.u64 %0, [%1];\n" : "=l"(gen) : "r"(scratch) : "memory");
   const unsigned long long tag = gen + 1;
 
   if (tid >= kConsumers) {
@@ -925,10 +936,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (nl > 0) {
         // The first nl stages of the first unit straight into the ring, the batch beside them;
         // the phase-0 warp writes and publishes the batch (see there).
+        int l0, mt0, nt0, split0, kb00, kb10;
+        unit_of(first_u, l0, mt0, nt0, split0, kb00, kb10);
         if constexpr (BM == 256 && !kStream) {  // (start_plan: nl == 0 in the others)
           static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
-          decode_start<BM, S, 5>(args, maps, nl, q, nb, ring, staging, ld_bar, tid, kConsumers,
-                                 [] { consumer_sync(kConsumers); });
+          decode_start<BM, S, 5, kEarlyBox>(args, maps, l0, mt0, kb00, nl, q, nb, ring, staging,
+                                            ld_bar, tid, kConsumers,
+                                            [] { consumer_sync(kConsumers); });
         }
         fence_proxy_async();  // this thread's ring writes -> wgmma and the TMA stores
         if constexpr ((kProbe & 512) != 0) {
