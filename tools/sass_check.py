@@ -12,8 +12,12 @@ through R2UR behind a WARPSYNC.ALL, with the same source and the same results, a
 slower (+4.7 us at 512x4096x7168, FUSED_NOTES.md v5f) — no correctness test can see it.
 --all also lists the other HGMMA kernels (v3), which are reported, not checked.
 
+The loop is the address range from a backward branch's target to the branch; blocks the loop
+branches out to (the mbarrier retry loops) are not part of it. The development and CI machines
+have no cuobjdump (the ctest then SKIPs); tools/gpu_run.sh runs this on the GPU machine.
+
 Exit status: 0 all checked loops are clean, 1 a loop is not (or a v5 kernel's loop was not found),
-125 cuobjdump is missing or BINARY holds no v5 kernel (nothing was checked).
+125 cuobjdump is missing or BINARY holds no v5 kernel with HGMMA (nothing was checked).
 """
 import argparse
 import os
@@ -24,21 +28,21 @@ import sys
 
 INSTR = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 FUNC = re.compile(r"\s+Function : (\S+)")
-TARGET = re.compile(r"BRA\s+(?:\S+\s+)?(?:`?\(?\.?\w*\)?\s*)?0x([0-9a-f]+)")
+HEX = re.compile(r"0x([0-9a-f]+)")
 
 
 def functions(text):
-    """{mangled name: [(address, instruction text)]} from `cuobjdump -sass` output."""
-    out, cur = {}, None
+    """[(mangled name, [(address, instruction text)])] from `cuobjdump -sass` output, one entry per
+    function body (a name that occurs in several cubins occurs several times)."""
+    out = []
     for line in text.splitlines():
         m = FUNC.match(line)
         if m:
-            cur = m.group(1)
-            out[cur] = []
+            out.append((m.group(1), []))
             continue
         m = INSTR.match(line)
-        if m and cur is not None:
-            out[cur].append((int(m.group(1), 16), m.group(2)))
+        if m and out:
+            out[-1][1].append((int(m.group(1), 16), m.group(2)))
     return out
 
 
@@ -57,12 +61,12 @@ def main_loop(ins):
     index = {a: i for i, (a, _) in enumerate(ins)}
     best = None
     for i, (addr, text) in enumerate(ins):
-        if opcode(text) != "BRA":
+        if opcode(text) != "BRA":  # BRA, BRA.U, BRA.U.ANY, BRA.DIV ...: the target is the last hex
             continue
-        m = TARGET.search(text)
-        if not m:
+        targets = HEX.findall(text)
+        if not targets:
             continue
-        j = index.get(int(m.group(1), 16))
+        j = index.get(int(targets[-1], 16))
         if j is None or j > hgmma[0] or i < hgmma[-1]:
             continue  # not backward, or does not hold every HGMMA
         if best is None or i - j < best[1] - best[0]:
@@ -98,7 +102,7 @@ def main():
         return 1
     checked, bad = 0, 0
     print(f"{'kernel':44} {'loop':>5} {'HGMMA':>5} {'R2UR':>5} {'WARPSYNC':>8}  verdict")
-    for name, ins in functions(run.stdout).items():
+    for name, ins in functions(run.stdout):
         v5 = "fused_rs_kernel" in name
         if not v5 and not args.all:
             continue
@@ -118,7 +122,7 @@ def main():
             verdict = "ok" if ok else "FAIL"
         print(f"{short_name(name):44} {len(body):5} {n_h:5} {n_r:5} {n_w:8}  {verdict}")
     if checked == 0:
-        print(f"sass_check: no v5 kernel in {args.binary} (nothing checked)")
+        print(f"sass_check: no v5 kernel with HGMMA in {args.binary} (nothing checked)")
         return 125
     print(f"sass_check: {checked} v5 main loops, {bad} not clean")
     return 1 if bad else 0

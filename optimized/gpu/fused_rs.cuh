@@ -30,7 +30,8 @@
 //   the fourth producer warp writes the batch with TMA stores and publishes it. The first stages
 //   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: with 256-row tiles at
 //   M = 512, 92.7 -> 87.0 us together with the TMA loads, the pair at 256x4096x7168 55.1 -> 53.4;
-//   slower with 128-row tiles and with stream-K, where it is off).
+//   slower with 128-row tiles and with stream-K, where it is off). The 256-row kernel issues the
+//   local stages' load while the queue's atomic is in flight (kEarlyBox, FUSED_NOTES v5f).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
 //   (U) of one thread belong to the same output element, and the silu·mul epilogue is register
@@ -487,8 +488,8 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
   const int nc = nl + nb, items = nc * BM;
   // The local stages (K blocks kb0 .. kb0 + 3 of the first unit, kb0 % 4 == 0) as one
   // 128-byte-wide box and one scale box at `ring`: a TMA box costs per row, and 4 narrow chunks
-  // took 4x the rows (FUSED_NOTES v5e); kBoxIssued: the kernel's setup has issued them on `bar`
-  // (their bytes counted, not arrived) before the batch came from the queue. The batch's chunks
+  // took 4x the rows (FUSED_NOTES v5e); kBoxIssued: the kernel has issued them on `bar` (their
+  // bytes counted, not arrived) while thread 0 took the batch from the queue. The batch's chunks
   // after them (fetch_chunks' layout), with the arrival.
   const uint32_t batch_pk = ring + 144u * BM;
   if (tid == 0) {
@@ -576,7 +577,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = RsConfig<BM, S>;
   using namespace detail2;
   static_assert(!kPair || BM == 256, "split-K pairs are for 256-row tiles");
-  // The 256-row kernel issues its local start's first load before the queue's atomic has returned
+  // The 256-row kernel issues its local start's first load without waiting for the queue's atomic
   // (see after the setup); the others take the queue in the setup. (The pair measured slower with
   // it in the harness's bench, +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f.)
   constexpr bool kEarlyBox = BM == 256 && !kStream && !kPair && (kProbe & 4) == 0;
@@ -694,11 +695,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // This CTA's phase-0 batch (nb chunks from q, taken from the queue by thread 0 below) and nl,
-  // the activation stages of its first unit that its consumers decode locally (decode_start);
-  // nl = 0 where a full batch would not fit beside them (then phase 0 runs first, through the
-  // whole ring, as before). After q_bar.
-  const bool early_box = kEarlyBox && batch <= S;  // (then nb <= batch <= S)
+  // This CTA's phase-0 batch (nb chunks from q, taken from the queue in the setup, or by thread 0
+  // below with kEarlyBox) and nl, the activation stages of its first unit that its consumers
+  // decode locally (decode_start); nl = 0 where the batch does not fit beside them (with
+  // kEarlyBox: where a full batch would not, since the box is issued before nb is known; then
+  // phase 0 runs first, through the whole ring, as before). The box is consumed iff nl > 0: here
+  // nb <= batch <= S and the first unit has kb1 - kb0 >= 4 K blocks (one unit per 256-row CTA,
+  // no split-K, K % 256 == 0), so nl >= 1.
+  const bool early_box = kEarlyBox && batch <= S;
   auto start_plan = [&](int& q, int& nb, int& nl) {
     q = chunks;
     nb = 0;
@@ -931,7 +935,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // queue and decode it. Whatever is left in the queue (CTAs that never ran concurrently) is
     // taken by the producer warp of a CTA that waits for it (see the producer).
     if constexpr ((kProbe & 4) == 0) {
-      int q, nb, nl;  // the batch taken in the setup above, and the local stages
+      int q, nb, nl;  // the batch taken from the queue above, and the local stages
       start_plan(q, nb, nl);
       if (nl > 0) {
         // The first nl stages of the first unit straight into the ring, the batch beside them;
