@@ -354,6 +354,15 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
 // into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
 // `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
 // each row block its own 128-byte line, took 5-10 us to arrive at the start; FUSED_NOTES v5d.)
+// The local start's box pair (144 * BM bytes at `ring`, counted on `bar` by the caller): the
+// packed bytes of K blocks kb0 .. kb0 + 3 (kb0 % 4 == 0) of BM rows as one 128-byte-wide,
+// 128B-swizzled box (map pa4), and their scale bytes.
+template <int BM>
+__device__ __forceinline__ void load_local_box(const RsMaps& maps, int l, int mt, int kb0,
+                                               uint32_t ring, uint32_t bar) {
+  tma_load_3d(ring, &maps.pa4, kb0 * 32, mt * BM, l, bar);
+  tma_load_3d(ring + 128u * BM, &maps.psfa, kb0 * 4, mt * BM, l, bar);
+}
 // One chunk's two boxes (48 * BM bytes at dst), counted on `bar` by the caller.
 template <int BM>
 __device__ __forceinline__ void load_chunk(const RsMaps& maps, const Chunk& ch, uint32_t dst,
@@ -494,10 +503,7 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
   const uint32_t batch_pk = ring + 144u * BM;
   if (tid == 0) {
     mbar_arrive_expect_tx(bar, (kBoxIssued ? 0u : 144u * BM) + uint32_t(nb) * 48u * BM);
-    if constexpr (!kBoxIssued) {
-      tma_load_3d(ring, &maps.pa4, kb0 * 32, mt0 * BM, l0, bar);
-      tma_load_3d(ring + 128u * BM, &maps.psfa, kb0 * 4, mt0 * BM, l0, bar);
-    }
+    if constexpr (!kBoxIssued) load_local_box<BM>(maps, l0, mt0, kb0, ring, bar);
     for (int ci = 0; ci < nb; ++ci)
       load_chunk<BM>(maps, chunk_of(a, q + ci), batch_pk + uint32_t(ci) * 48u * BM, bar);
   }
@@ -532,15 +538,29 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
   }
 }
 
+// Thread 0: the generation (into scratch) and this CTA's phase-0 batch from the queue (into
+// scratch + 8; kTake false: none taken): two independent L2 round trips, issued back to back.
+template <bool kTake>
+__device__ __forceinline__ void take_batch(const RsArgs& a, uint32_t scratch, int batch) {
+  const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&a.sync->gen);
+  if constexpr (kTake) sts32(scratch + 8, atomicAdd(&a.sync->next_chunk, uint32_t(batch)));
+  asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
+}
+
+// Tags chunks [q, q + nb) with this launch (after the fences of the two callers below).
+__device__ __forceinline__ void tag_chunks(const RsArgs& a, int q, int nb, unsigned long long tag) {
+  for (int c = q; c < q + nb; ++c)
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(a.chunk_state + c), "l"(tag)
+                 : "memory");
+}
+
 // Once the TMA stores of chunks [q, q + nb) are complete (bulk_wait): orders them (async proxy)
 // before their flags, for every SM, and tags them with this launch.
 __device__ __forceinline__ void publish_chunks(const RsArgs& a, int q, int nb,
                                                unsigned long long tag) {
   fence_proxy_async_global();
   __threadfence();
-  for (int c = q; c < q + nb; ++c)
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(a.chunk_state + c), "l"(tag)
-                 : "memory");
+  tag_chunks(a, q, nb, tag);
 }
 
 // After decode_batch by a group of threads: makes the chunks [q, q + nb) visible to every
@@ -553,9 +573,7 @@ __device__ __forceinline__ void publish_batch(const RsArgs& a, int q, int nb,
   sync();
   if (leader) {
     __threadfence();
-    for (int c = q; c < q + nb; ++c)
-      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(a.chunk_state + c), "l"(tag)
-                   : "memory");
+    tag_chunks(a, q, nb, tag);
   }
 }
 
@@ -620,15 +638,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     mbar_init(ld_bar, 1);
     if constexpr (kEarlyBox) mbar_init(q_bar, 2);
     mbar_init_fence();
-    if constexpr (!kEarlyBox) {
-      // The generation and this CTA's phase-0 batch from the queue: two independent L2 round
-      // trips, issued back to back.
-      const unsigned long long g = *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
-      if constexpr ((kProbe & 4) == 0) {
-        sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
-      }
-      asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
-    }
+    if constexpr (!kEarlyBox) take_batch<(kProbe & 4) == 0>(args, scratch, batch);
   }
   // (kEarlyBox: the generation and the phase-0 batch come after this barrier, see there.)
   __syncthreads();
@@ -737,16 +747,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       // weight producer among them, as in the other kernels.)
       if (early_box) mbar_expect_tx(ld_bar, 144u * BM);
       mbar_arrive(q_bar);
-      if (early_box) {
-        tma_load_3d(ring, &maps.pa4, kb0_0 * 32, mt_0 * BM, l_0, ld_bar);
-        tma_load_3d(ring + 128u * BM, &maps.psfa, kb0_0 * 4, mt_0 * BM, l_0, ld_bar);
-      }
+      if (early_box) load_local_box<BM>(maps, l_0, mt_0, kb0_0, ring, ld_bar);
     }
     if (tid == 0) {
-      const unsigned long long g =
-          *reinterpret_cast<volatile unsigned long long*>(&args.sync->gen);
-      sts32(scratch + 8, atomicAdd(&args.sync->next_chunk, uint32_t(batch)));
-      asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(scratch), "l"(g) : "memory");
+      take_batch<true>(args, scratch, batch);
       mbar_arrive(q_bar);
     }
     mbar_wait(q_bar, 0);
