@@ -5,9 +5,11 @@
 // leaves the L2 cold and dirty (as the harness's bench does between calls), median of 15.
 //
 //   fused_probe [time]    per shape: the 128-row and 256-row tiles, the split-K pair (where twice
-//                         the 256-row tiles fit on the SMs) and stream-K (where the 256-row tiles
-//                         leave SMs idle), µs, and a hash of each fp16 output (the pair and
-//                         stream-K are also compared element by element with the 256-row kernel)
+//                         the 256-row tiles fit on the SMs), stream-K (where the 256-row tiles
+//                         leave SMs idle), the 128 x 96 tiles (three consumer warpgroups) and
+//                         their pairs (where they fit), µs, and a hash of each fp16 output (all
+//                         but the 128-row tiles also compared element by element with the 256-row
+//                         kernel)
 //   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
 //                         median / max over CTAs, µs from the first CTA's end of setup), after a
 //                         memset of 256 MB, a read of 256 MB, or nothing
@@ -84,20 +86,22 @@ void flush_l2(void* buf, int r) {
 struct Problem {
   int M, N, K;
   rs::RsArgs a{};
-  rs::RsMaps maps128{}, maps256{};
+  rs::RsMaps maps128{}, maps256{}, maps128x3{};  // tiles 128x64, 256x64, 128x96
   void* flush = nullptr;
   int sms = 0;
 };
 
-// A kernel launch: grid, cluster size, maps; returns the median of `reps` flushed launches (µs).
-// `stamps` (kProbe bit 9) zeroes the stamp area first: 32 slots of 8 bytes per CTA from `at`.
+// A kernel launch: threads, grid, cluster size, maps; returns the median of `reps` flushed
+// launches (µs). `stamps` (kProbe bit 9) zeroes the stamp area first: 32 slots of 8 bytes per CTA
+// from `at`.
 template <class Kern>
-float time_launches(Kern kern, int smem, int grid, int cluster, const rs::RsMaps& maps,
-                    const rs::RsArgs& a, void* flush, int reps, float* stamps_at = nullptr) {
+float time_launches(Kern kern, int threads, int smem, int grid, int cluster,
+                    const rs::RsMaps& maps, const rs::RsArgs& a, void* flush, int reps,
+                    float* stamps_at = nullptr) {
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaLaunchConfig_t c{};
   cudaLaunchAttribute attr[1];
-  c.blockDim = dim3(rs::kThreads);
+  c.blockDim = dim3(threads);
   c.dynamicSmemBytes = smem;
   c.gridDim = dim3(grid);
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -128,25 +132,37 @@ float time_launches(Kern kern, int smem, int grid, int cluster, const rs::RsMaps
   return ts[ts.size() / 2];
 }
 
-// The kernels as fused.cu launches them (tile height BM, ring depth S).
-template <int BM, int S, int P>
+// The kernels as fused.cu launches them (tile height BM, ring depth S, WG consumer warpgroups).
+int n_tiles(const Problem& p, int nt) { return (p.N + nt - 1) / nt; }
+const rs::RsMaps& maps_for(const Problem& p, int bm, int wg) {
+  return wg == 3 ? p.maps128x3 : bm == 128 ? p.maps128 : p.maps256;
+}
+template <int BM, int S, int P, int WG = 2>
 float run_tiles(Problem& p, int reps, float* stamps = nullptr) {
+  using Cfg = rs::RsConfig<BM, S, WG>;
   rs::RsArgs a = p.a;
   a.m_tiles = (p.M + BM - 1) / BM;
+  a.n_tiles = n_tiles(p, Cfg::kNT);
   a.splits = 1;
   const int units = a.L * a.m_tiles * a.n_tiles;
-  return time_launches(rs::fused_rs_kernel<BM, S, P>, rs::RsConfig<BM, S>::kSmemBytes,
-                       std::min(units, p.sms), 1, BM == 128 ? p.maps128 : p.maps256, a, p.flush,
-                       reps, stamps);
+  return time_launches(rs::fused_rs_kernel<BM, S, P, false, false, WG>, Cfg::kThreads,
+                       Cfg::kSmemBytes, std::min(units, p.sms), 1, maps_for(p, BM, WG), a,
+                       p.flush, reps, stamps);
 }
-bool pair_offered(const Problem& p) { return 2 * ((p.M + 255) / 256) * p.a.n_tiles <= p.sms; }
-template <int P>
+// Split-K pairs of BM x 32*WG tiles.
+bool pair_offered(const Problem& p, int bm = 256, int wg = 2) {
+  return 2 * ((p.M + bm - 1) / bm) * n_tiles(p, 32 * wg) <= p.sms;
+}
+template <int P, int BM = 256, int S = 4, int WG = 2>
 float run_pair(Problem& p, int reps, float* stamps = nullptr) {
+  using Cfg = rs::RsConfig<BM, S, WG>;
   rs::RsArgs a = p.a;
-  a.m_tiles = (p.M + 255) / 256;
+  a.m_tiles = (p.M + BM - 1) / BM;
+  a.n_tiles = n_tiles(p, Cfg::kNT);
   a.splits = 2;
-  return time_launches(rs::fused_rs_kernel<256, 4, P, true>, rs::RsConfig<256, 4>::kSmemBytes,
-                       2 * a.L * a.m_tiles * a.n_tiles, 2, p.maps256, a, p.flush, reps, stamps);
+  return time_launches(rs::fused_rs_kernel<BM, S, P, true, false, WG>, Cfg::kThreads,
+                       Cfg::kSmemBytes, 2 * a.L * a.m_tiles * a.n_tiles, 2, maps_for(p, BM, WG),
+                       a, p.flush, reps, stamps);
 }
 bool stream_offered(const Problem& p) { return ((p.M + 255) / 256) * p.a.n_tiles < p.sms; }
 // Stream-K: the launch shape fused.cu uses (stream_k_shape); the stamps go after the partials.
@@ -157,7 +173,7 @@ struct StreamShape {
 StreamShape stream_shape(const Problem& p) {
   const int64_t tiles = int64_t((p.M + 255) / 256) * p.a.n_tiles * p.a.L;
   const rs::StreamK sk = rs::stream_k_shape(tiles, p.K / 256, p.sms);
-  return {sk.grid, sk.parts, tiles * sk.parts * 2 * 256 * rs::kNT};
+  return {sk.grid, sk.parts, tiles * sk.parts * 2 * 256 * rs::RsConfig<256, 4>::kNT};
 }
 template <int P>
 float run_stream(Problem& p, int reps, float* stamps = nullptr) {
@@ -166,8 +182,8 @@ float run_stream(Problem& p, int reps, float* stamps = nullptr) {
   const StreamShape s = stream_shape(p);
   a.splits = s.splits;
   return time_launches(rs::fused_rs_kernel<256, 4, P, false, true>,
-                       rs::RsConfig<256, 4>::kSmemBytes, s.grid, 1, p.maps256, a, p.flush, reps,
-                       stamps);
+                       rs::RsConfig<256, 4>::kThreads, rs::RsConfig<256, 4>::kSmemBytes, s.grid,
+                       1, p.maps256, a, p.flush, reps, stamps);
 }
 
 std::vector<uint16_t> take_output(const Problem& p) {  // C, then C is poisoned for the next run
@@ -247,6 +263,16 @@ void mode_time(Problem& p) {
   }
   if (stream_offered(p)) {
     std::printf(" | stream-K %.1f", run_stream<0>(p, 15));
+    const std::vector<uint16_t> c = take_output(p);
+    std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
+  }
+  std::printf(" | 128x96 %.1f", run_tiles<128, 7, 0, 3>(p, 15));
+  {
+    const std::vector<uint16_t> c = take_output(p);
+    std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
+  }
+  if (pair_offered(p, 128, 3)) {
+    std::printf(" | 128x96 pair %.1f", run_pair<0, 128, 7, 3>(p, 15));
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
   }
@@ -374,11 +400,12 @@ int main(int argc, char** argv) {
     a.c = dalloc<__half>(size_t(p.M) * p.N);
     a.M = p.M, a.N = p.N, a.K = p.K, a.L = 1;
     a.m_tiles = (p.M + 127) / 128;
-    a.n_tiles = (p.N + rs::kNT - 1) / rs::kNT;
+    a.n_tiles = n_tiles(p, 64);  // (each launch sets its own)
     a.splits = 1;
     a.alpha1 = a.alpha2 = 1.0f;
-    p.maps128 = rs::make_rs_maps(a, b1, b2, s1, s2, 128);
-    p.maps256 = rs::make_rs_maps(a, b1, b2, s1, s2, 256);
+    p.maps128 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 64);
+    p.maps256 = rs::make_rs_maps(a, b1, b2, s1, s2, 256, 64);
+    p.maps128x3 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 96);
     if (mode == "time") mode_time(p);
     if (mode == "timeline") mode_timeline(p);
     if (mode == "ablate") mode_ablate(p);

@@ -78,7 +78,7 @@ for phase in "${phases[@]}"; do
           "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 "$dist/test_decode" --no-colors
         # The fused kernel's own test, when it was carried (its small cases).
         if [ -x "$dist/test_fused" ]; then
-          step "sanitizer $tool test_fused[small]" 150 "$out/sanitize.log" \
+          step "sanitizer $tool test_fused[small]" 240 "$out/sanitize.log" \
             "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
             "$dist/test_fused" --no-colors -tc='small*'
         fi

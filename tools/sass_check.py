@@ -75,11 +75,12 @@ def main_loop(ins):
 
 
 def short_name(mangled):
-    m = re.search(r"fused_rs_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb(\d)ELb(\d)E", mangled)
+    m = re.search(r"fused_rs_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb(\d)ELb(\d)E(?:Li(\d+)E)?", mangled)
     if m:
-        bm, s, probe, pair, stream = m.groups()
+        bm, s, probe, pair, stream, wg = m.groups()
         kind = "pair" if pair == "1" else "stream-K" if stream == "1" else "tiles"
-        return f"v5 BM {bm} S {s} {kind}" + (f" probe {probe}" if probe != "0" else "")
+        return (f"v5 BM {bm} S {s} WG {wg or 2} {kind}" +
+                (f" probe {probe}" if probe != "0" else ""))
     m = re.search(r"(fused_dual_gemm\w*kernel)ILi(\d+)E", mangled)
     if m:
         return f"v3 {m.group(1)} BN {m.group(2)} ({mangled[-30:]})"

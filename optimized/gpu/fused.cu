@@ -11,16 +11,18 @@
 //     activations decoded once per call in the kernel's phase 0 into a workspace; tile BM x 64
 //     (BM = activation rows = wgmma N), persistent grid; candidates: BM = 128 with split-K 1,
 //     plus 2..4 where the tiles fill less than half the SMs (split-K measured slower on every
-//     benchmark shape, FUSED_NOTES.md v5), BM = 256 (no split-K) where M > 128, and BM = 256
+//     benchmark shape, FUSED_NOTES.md v5), BM = 256 (no split-K) where M > 128, BM = 256
 //     split-K pairs (2-CTA clusters) where twice its tiles fit on the SMs (an autotune
-//     candidate only: it gained ~1.3 us at 256x4096x7168 and nothing at 256x3072x4096), and
-//     BM = 256 stream-K over all SMs where its tiles leave SMs idle.
+//     candidate at first, the default since session 5),
+//     BM = 256 stream-K over all SMs where its tiles leave SMs idle, and 128 x 96 tiles (three
+//     consumer warpgroups) alone and, where twice their tiles fit on the SMs, as split-K pairs.
 //   * v3, fused_kernel.cuh (every K; the only one when K % 256 != 0): both operands decoded into
 //     shared memory; candidates: CTA tile widths BN in {32, 48, 64, 96, 128} (tile 128 x BN of C),
 //     on the TMA path each with both decoders (integer, cvt.e4m3x2). Kernel: K % 256 == 0 -> TMA
 //     producer warp; other K % 64 == 0 -> cp.async; other K (multiples of 16) -> the cp.async
 //     kernel's generic, bounds-checked K path.
-// Without autotune (default_candidate()): v5 on the TMA path, BM = 128 or 256 by estimated waves
+// Without autotune (default_candidate()): v5 on the TMA path; the 128 x 96 tiles or their pairs
+// where one wave of them fills 3/4 to all of the SMs; else BM = 128 or 256 by estimated waves
 // (BM = 256 measured 20% faster at M = 512, slower at M = 256 where its 64 tiles leave half the
 // SMs idle), BM = 256 as stream-K where its tiles would leave a quarter of the SMs idle, the
 // 256-row split-K pairs instead of BM = 128 where they are offered; v3 with default_tile()
@@ -160,32 +162,39 @@ int default_tile(const Shape& s, int sm_count) {
 // The v5 configurations: activation tile height BM (wgmma N) and activation ring depth S (as
 // deep as shared memory allows). BM = 256 halves the weight decode and the wgmma instructions per
 // multiply-add (128 accumulators per thread); it is offered where M > 128.
+// RsCfg128x3: three consumer warpgroups, tile 128 x 96 (the ring is one stage shorter: the
+// weight stages are 1.5x as large).
 using RsCfg128 = fused::rs::RsConfig<128, 8>;
 using RsCfg256 = fused::rs::RsConfig<256, 4>;
+using RsCfg128x3 = fused::rs::RsConfig<128, 7, 3>;
 
 template <class Cfg, bool kPair = false, bool kStream = false>
 void prepare_rs_cfg() {
-  NVFP4_CUDA_CHECK(
-      cudaFuncSetAttribute(fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, kPair, kStream>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(
+      fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, kPair, kStream, Cfg::kWGs>,
+      cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
 }
 void prepare_rs() {
   prepare_rs_cfg<RsCfg128>();
   prepare_rs_cfg<RsCfg256>();
   prepare_rs_cfg<RsCfg256, true>();
   prepare_rs_cfg<RsCfg256, false, true>();
+  prepare_rs_cfg<RsCfg128x3>();
+  prepare_rs_cfg<RsCfg128x3, true>();
 }
 
 template <class Cfg, bool kStream = false>
 void launch_rs(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, dim3 grid,
                cudaStream_t s) {
-  fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, false, kStream>
-      <<<grid, fused::rs::kThreads, Cfg::kSmemBytes, s>>>(maps, a);
+  fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, false, kStream, Cfg::kWGs>
+      <<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, a);
   NVFP4_CHECK_LAUNCH();
 }
 
-// Split-K pairs (BM = 256): grid = units = 2 x tiles, clusters of 2 CTAs (the two K halves of a
-// tile exchange accumulator halves through distributed shared memory, fused_rs.cuh).
+// Split-K pairs (256 x 64 or 128 x 96 tiles): grid = units = 2 x tiles, clusters of 2 CTAs (the
+// two K halves of a tile exchange accumulator halves through distributed shared memory,
+// fused_rs.cuh).
+template <class Cfg>
 void launch_rs_pair(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, unsigned units,
                     cudaStream_t s) {
   cudaLaunchConfig_t c{};
@@ -195,23 +204,24 @@ void launch_rs_pair(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, u
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   c.gridDim = dim3(units);
-  c.blockDim = dim3(fused::rs::kThreads);
-  c.dynamicSmemBytes = RsCfg256::kSmemBytes;
+  c.blockDim = dim3(Cfg::kThreads);
+  c.dynamicSmemBytes = Cfg::kSmemBytes;
   c.stream = s;
   c.attrs = attr;
   c.numAttrs = 1;
-  NVFP4_CUDA_CHECK(cudaLaunchKernelEx(&c, fused::rs::fused_rs_kernel<256, RsCfg256::S, 0, true>,
-                                      maps, a));
+  NVFP4_CUDA_CHECK(cudaLaunchKernelEx(
+      &c, fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, true, false, Cfg::kWGs>, maps, a));
   NVFP4_CHECK_LAUNCH();
 }
 
-int64_t rs_tiles(const Shape& s, int bm) {
-  return s.L * ((s.M + bm - 1) / bm) * ((s.N + fused::rs::kNT - 1) / fused::rs::kNT);
+// v5 tiles of bm activation rows and nt columns of C.
+int64_t rs_tiles(const Shape& s, int bm, int nt) {
+  return s.L * ((s.M + bm - 1) / bm) * ((s.N + nt - 1) / nt);
 }
 
-// Stream-K at BM = 256 over `sms` CTAs (fused_rs.cuh, stream_k_shape).
+// Stream-K with 256 x 64 tiles over `sms` CTAs (fused_rs.cuh, stream_k_shape).
 fused::rs::StreamK stream_k(const Shape& s, int sms) {
-  return fused::rs::stream_k_shape(rs_tiles(s, 256), s.K / 256, sms);
+  return fused::rs::stream_k_shape(rs_tiles(s, 256, RsCfg256::kNT), s.K / 256, sms);
 }
 
 // One candidate of either family.
@@ -219,16 +229,19 @@ struct Candidate {
   bool rs = false;
   int width = 64;       // v3: tile width BN; v5: activation tile height BM
   bool int_decode = false;  // v3 TMA path only
-  int splits = 1;       // v5 only (BM = 256: 2 = split-K pairs in 2-CTA clusters)
+  int splits = 1;       // v5 only (2 with BM = 256 or three warpgroups: split-K pairs in 2-CTA
+                        // clusters; with BM = 128 and two warpgroups, through global memory)
   bool stream = false;  // v5 BM = 256 only: stream-K over the SMs
-  bool pair() const { return rs && width == 256 && splits == 2; }
+  int wgs = 2;          // v5 only: consumer warpgroups, 3 for 128 x 96 tiles (RsConfig)
+  int nt() const { return 32 * wgs; }  // v5: columns of C per tile
+  bool pair() const { return rs && splits == 2 && (width == 256 || wgs == 3); }
   std::string name() const {
-    if (rs && stream)
-      return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
-             " stream-K";
+    const std::string tile =
+        "v5 tile " + std::to_string(width) + "x" + std::to_string(nt());
+    if (rs && stream) return tile + " stream-K";
     if (rs)
-      return "v5 tile " + std::to_string(width) + "x" + std::to_string(fused::rs::kNT) +
-             " split-K " + std::to_string(splits) + (pair() ? " (2-CTA cluster pairs)" : "");
+      return tile + " split-K " + std::to_string(splits) +
+             (pair() ? " (2-CTA cluster pairs)" : "");
     return "tile 128x" + std::to_string(width);
   }
 };
@@ -267,7 +280,7 @@ class FusedPlan final : public GpuPlan {
     int max_splits = 0;
     if (tma) {
       const int64_t nk = shape_.K / fused::rs::kBK;
-      const int64_t tiles = rs_tiles(shape_, 128);
+      const int64_t tiles = rs_tiles(shape_, 128, RsCfg128::kNT);
       for (int sp = 1; sp <= 4; ++sp) {
         // Split-K only where the tiles leave more than half the SMs idle; a split covers whole
         // 256-K weight stages.
@@ -278,11 +291,16 @@ class FusedPlan final : public GpuPlan {
       if (shape_.M > 128) cands_.push_back(Candidate{true, 256, false, 1});
       // Split-K pairs: where twice the 256-row tiles still fit on the SMs (one unit per CTA)
       // and each K half has at least one 256-K weight stage.
-      if (shape_.M > 128 && nk >= 8 && 2 * rs_tiles(shape_, 256) <= int64_t(sm_count_))
+      const int64_t tiles256 = rs_tiles(shape_, 256, RsCfg256::kNT);
+      if (shape_.M > 128 && nk >= 8 && 2 * tiles256 <= int64_t(sm_count_))
         cands_.push_back(Candidate{true, 256, false, 2});
       // Stream-K: where the 256-row tiles leave SMs idle and a tile has several weight stages.
-      if (shape_.M > 128 && nk >= 8 && rs_tiles(shape_, 256) < int64_t(sm_count_))
+      if (shape_.M > 128 && nk >= 8 && tiles256 < int64_t(sm_count_))
         cands_.push_back(Candidate{true, 256, false, 1, true});
+      // 128 x 96 tiles (three consumer warpgroups), and their split-K pairs as the 256-row ones.
+      cands_.push_back(Candidate{true, 128, false, 1, false, 3});
+      if (nk >= 8 && 2 * rs_tiles(shape_, 128, RsCfg128x3::kNT) <= int64_t(sm_count_))
+        cands_.push_back(Candidate{true, 128, false, 2, false, 3});
     }
     for (int bn : kTileWidths) cands_.push_back(Candidate{false, bn, true, 1});
     if (tma)
@@ -310,16 +328,17 @@ class FusedPlan final : public GpuPlan {
       return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n256k16 "
              "operands, activations decoded once per call (phase 0) and streamed by TMA, dual "
              "GEMM + silu*mul epilogue, tile 256x" +
-             std::to_string(fused::rs::kNT) + ", stream-K: " + std::to_string(rs_tiles(shape_, 256)) +
+             std::to_string(c.nt()) + ", stream-K: " + std::to_string(rs_tiles(shape_, 256, c.nt())) +
              " tiles over " + std::to_string(sk.grid) + " CTAs (up to " + std::to_string(sk.parts) +
              " parts per tile)";
     }
     if (c.rs) {
-      const int64_t units = rs_tiles(shape_, c.width) * c.splits;
+      const int64_t units = rs_tiles(shape_, c.width, c.nt()) * c.splits;
       return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n" +
-             std::to_string(c.width) + "k16 operands, activations decoded once per call " +
+             std::to_string(c.width) + "k16 operands (" + std::to_string(c.wgs) +
+             " consumer warpgroups), activations decoded once per call " +
              "(phase 0) and streamed by TMA, dual GEMM + silu*mul epilogue, tile " +
-             std::to_string(c.width) + "x" + std::to_string(fused::rs::kNT) + ", split-K " +
+             std::to_string(c.width) + "x" + std::to_string(c.nt()) + ", split-K " +
              std::to_string(c.splits) +
              (c.pair() ? " as 2-CTA cluster pairs (" + std::to_string(units) + " CTAs)"
                        : " (" + std::to_string(units) + " units on " +
@@ -348,6 +367,7 @@ class FusedPlan final : public GpuPlan {
     }
     fused::rs::RsArgs a = rs_args_;
     a.m_tiles = int((shape_.M + c.width - 1) / c.width);
+    a.n_tiles = int((shape_.N + c.nt() - 1) / c.nt());
     a.splits = c.splits;
     if (c.stream) {
       const fused::rs::StreamK sk = stream_k(shape_, sm_count_);
@@ -355,10 +375,14 @@ class FusedPlan final : public GpuPlan {
       launch_rs<RsCfg256, true>(rs_maps256_, a, dim3(unsigned(sk.grid)), stream());
       return;
     }
-    const int64_t units = rs_tiles(shape_, c.width) * c.splits;
+    const int64_t units = rs_tiles(shape_, c.width, c.nt()) * c.splits;
     const dim3 grid(unsigned(std::min<int64_t>(units, sm_count_)));
-    if (c.pair())
-      launch_rs_pair(rs_maps256_, a, unsigned(units), stream());
+    if (c.wgs == 3 && c.pair())
+      launch_rs_pair<RsCfg128x3>(rs_maps128x3_, a, unsigned(units), stream());
+    else if (c.wgs == 3)
+      launch_rs<RsCfg128x3>(rs_maps128x3_, a, grid, stream());
+    else if (c.pair())
+      launch_rs_pair<RsCfg256>(rs_maps256_, a, unsigned(units), stream());
     else if (c.width == 256)
       launch_rs<RsCfg256>(rs_maps256_, a, grid, stream());
     else
@@ -391,13 +415,26 @@ class FusedPlan final : public GpuPlan {
   // with default_tile() and the cvt decoder (see the header).
   // When that is BM = 256 and its tiles leave at least a quarter of the SMs idle, stream-K over
   // all SMs (512x3072x7168: 96 tiles on 132 SMs, 91 -> 80 us in the probe, FUSED_NOTES v5c).
+  // Before all of these: the 128 x 96 tiles (three consumer warpgroups) where they alone, or
+  // else their split-K pairs, fill between three quarters of the SMs and all of them in one wave
+  // (probe, FUSED_NOTES v5g: 512x3072x7168 78.7 us against 79.8 for stream-K; the pairs at
+  // 256x3072x4096 34.2 against 36.0 for the 256-row pairs). Their stages run slower than the
+  // 256-row ones per multiply-add (the weight decode is shared by half the rows), so they pay
+  // only where the 256-row tiles leave SMs idle and one wave of them fills the SMs.
   size_t default_candidate() const {
+    const int64_t sms = std::max(1, sm_count_);
+    const int64_t tiles3 = rs_tiles(shape_, 128, RsCfg128x3::kNT);
+    for (int units_per_tile : {1, 2})
+      if (4 * units_per_tile * tiles3 >= 3 * sms && units_per_tile * tiles3 <= sms)
+        for (size_t i = 0; i < cands_.size(); ++i)
+          if (cands_[i].rs && cands_[i].wgs == 3 && cands_[i].splits == units_per_tile) return i;
     size_t best = cands_.size();
     double best_cost = 1e300;
     for (size_t i = 0; i < cands_.size(); ++i) {
-      if (!cands_[i].rs || cands_[i].splits != 1 || cands_[i].stream) continue;
-      const double waves = std::ceil(double(rs_tiles(shape_, cands_[i].width)) /
-                                     double(std::max(1, sm_count_)));
+      if (!cands_[i].rs || cands_[i].splits != 1 || cands_[i].stream || cands_[i].wgs != 2)
+        continue;
+      const double waves = std::ceil(double(rs_tiles(shape_, cands_[i].width, cands_[i].nt())) /
+                                     double(sms));
       const double cost = waves * (cands_[i].width == 256 ? 1.5 : 1.0);
       if (cost < best_cost) {
         best_cost = cost;
@@ -405,7 +442,7 @@ class FusedPlan final : public GpuPlan {
       }
     }
     if (best < cands_.size() && cands_[best].width == 256 &&
-        4 * rs_tiles(shape_, 256) <= 3 * int64_t(sm_count_))
+        4 * rs_tiles(shape_, 256, RsCfg256::kNT) <= 3 * sms)
       for (size_t i = 0; i < cands_.size(); ++i)
         if (cands_[i].stream) return i;
     // Where the 256-row split-K pairs are offered instead of 128-row tiles (same CTA count, half
@@ -413,7 +450,7 @@ class FusedPlan final : public GpuPlan {
     // 256x4096x7168 (bench 55.4 vs 57.3 us) and equal at 256x3072x4096 (37.8 vs 37.7).
     if (best < cands_.size() && cands_[best].width == 128)
       for (size_t i = 0; i < cands_.size(); ++i)
-        if (cands_[i].pair()) return i;
+        if (cands_[i].pair() && cands_[i].wgs == 2) return i;
     if (best < cands_.size()) return best;
     const int bn = kTileWidths[default_tile(shape_, sm_count_)];
     for (size_t i = 0; i < cands_.size(); ++i)
@@ -431,17 +468,17 @@ class FusedPlan final : public GpuPlan {
     act_ = DeviceBuffer<uint16_t>(size_t(shape_.L * shape_.M * shape_.K));
     chunk_state_ = DeviceBuffer<unsigned long long>(size_t(nk * shape_.L * mt128));
     sync_ = DeviceBuffer<fused::rs::SyncState>(1);
-    const int64_t tiles = rs_tiles(shape_, 128);
+    const int64_t tiles = rs_tiles(shape_, 128, RsCfg128::kNT);  // the most of any candidate
     const int64_t units = max_splits > 1 ? tiles * max_splits : 0;
     // Stream-K (BM = 256): a partial slot and a ready flag per tile and part.
     int64_t sk_parts = 0;
     for (const Candidate& c : cands_)
-      if (c.stream) sk_parts = rs_tiles(shape_, 256) * stream_k(shape_, sm_count_).parts;
+      if (c.stream) sk_parts = rs_tiles(shape_, 256, RsCfg256::kNT) * stream_k(shape_, sm_count_).parts;
     tile_count_ = DeviceBuffer<unsigned int>(size_t(std::max<int64_t>(tiles, 1)));
     ready_ = DeviceBuffer<unsigned long long>(size_t(std::max<int64_t>({units, sk_parts, 1})));
-    // A unit's partial is 2 * BM * 64 floats.
+    // A unit's partial is 2 * BM * 64 floats (split-K and stream-K: 64-column tiles only).
     partials_ = DeviceBuffer<float>(size_t(std::max<int64_t>(
-        {units * 2 * 128 * fused::rs::kNT, sk_parts * 2 * 256 * fused::rs::kNT, 1})));
+        {units * 2 * 128 * RsCfg128::kNT, sk_parts * 2 * 256 * RsCfg256::kNT, 1})));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(chunk_state_.get(), 0, chunk_state_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(sync_.get(), 0, sync_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(tile_count_.get(), 0, tile_count_.bytes(), stream()));
@@ -450,13 +487,14 @@ class FusedPlan final : public GpuPlan {
                                  chunk_state_.get(), sync_.get(), partials_.get(),
                                  tile_count_.get(),  ready_.get(), output(),
                                  int(shape_.M), int(shape_.N), int(shape_.K), int(shape_.L),
-                                 1, int((shape_.N + fused::rs::kNT - 1) / fused::rs::kNT), 1,
-                                 p.alpha1, p.alpha2};
+                                 1, 1, 1, p.alpha1, p.alpha2};  // (tiles and splits: enqueue)
     try {
       rs_maps_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(), sfb2_.get(),
-                                         128);
+                                         128, RsCfg128::kNT);
       rs_maps256_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
-                                            sfb2_.get(), 256);
+                                            sfb2_.get(), 256, RsCfg256::kNT);
+      rs_maps128x3_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
+                                              sfb2_.get(), 128, RsCfg128x3::kNT);
     } catch (const std::runtime_error& e) {
       throw CudaError(e.what());
     }
@@ -475,7 +513,7 @@ class FusedPlan final : public GpuPlan {
   DeviceBuffer<unsigned int> tile_count_;
   DeviceBuffer<float> partials_;
   fused::rs::RsArgs rs_args_{};
-  fused::rs::RsMaps rs_maps_{}, rs_maps256_{};  // activation tile height 128, 256
+  fused::rs::RsMaps rs_maps_{}, rs_maps256_{}, rs_maps128x3_{};  // tiles 128x64, 256x64, 128x96
 };
 
 // Shape limits (grid dimensions, 32-bit sizes in the kernel) and the device: the kernel exists

@@ -41,21 +41,23 @@
 //   steps. The A-fragment places them at logical columns that are a fixed permutation of the
 //   block (see kLogicalWord below); phase 0 writes the activations in the same permuted order, so
 //   the dot products are unchanged (fp32 accumulation of exact products, as in v3).
-// * Warp roles: consumer warpgroups (2) decode weights + issue wgmma + epilogue; in the producer
+// * Warp roles: consumer warpgroups (2, or 3 at BM = 128: RsConfig) decode weights + issue wgmma + epilogue; in the producer
 //   warpgroup, lane 0 of warp 0 issues the activation TMA loads (S-deep ring) and lane 0 of
 //   warp 1 the weight loads (packed bytes and scales, WS-deep ring), each with full/empty
 //   mbarriers. No proxy fence and no CTA barrier in the main loop.
-// * Tile: BM activation rows (128 or 256: m64n128k16 or m64n256k16) x 64 columns of C.
+// * Tile: BM activation rows (128 or 256: m64n128k16 or m64n256k16) x 32 columns of C per
+//   consumer warpgroup (64, or 96 with three).
 // * Persistent schedule with split-K: grid = min(units, SMs); unit u = (tile, split), splits
 //   chosen by the host to balance work over the SMs. With splits > 1, each (tile, split) that is
 //   not the last to arrive writes its fp32 partial G and U to a workspace; the last one adds all
 //   partials in split order 0..S-1 (deterministic whatever the arrival order) and runs the
 //   epilogue. Arrival counters are reset by the last arriver; ready flags are generation-tagged.
-// * Split-K pairs (kPair, BM = 256 only): for M <= 256 the 256-row tiles halve the weight decode
-//   per multiply-add but leave half the SMs idle; a pair of CTAs in a 2-CTA cluster runs the two
-//   K halves of one tile (one unit per CTA, grid = 2 x tiles <= SMs), then each sends the half
-//   of its fp32 accumulators that the other finishes through distributed shared memory into the
-//   other's (then idle) activation ring, adds what it received and writes 128 rows of C.
+// * Split-K pairs (kPair; the product runs them with 256 x 64 and 128 x 96 tiles): for M <= 256
+//   the 256-row tiles halve the weight decode per multiply-add but leave half the SMs idle; a
+//   pair of CTAs in a 2-CTA cluster runs the two K halves of one tile (one unit per CTA, grid =
+//   2 x tiles <= SMs), then each sends the half of its fp32 accumulators that the other finishes
+//   through distributed shared memory into the other's (then idle) activation ring, adds what it
+//   received and writes BM / 2 rows of C.
 // * Stream-K (kStream): where the tiles leave SMs idle (512x3072x7168: 96 tiles of 256 rows on
 //   132 SMs), every CTA takes an equal run of the tiles' 256-K weight stages laid end to end, so
 //   a tile is shared by up to a few CTAs (parts in K order). A part counts itself in; the last to
@@ -96,35 +98,43 @@ struct RsArgs {
 
 struct RsMaps {
   CUtensorMap act;          // uint16 (K, M, L), box (64, BM, 1), 128B swizzle
-  CUtensorMap b1, b2;       // uint8 (K/2, N, L), box (128, 64, 1), 128B swizzle
-  CUtensorMap sfb1, sfb2;   // uint8 (K/16, N, L), box (16, 64, 1)
+  CUtensorMap b1, b2;       // uint8 (K/2, N, L), box (128, kNT, 1), 128B swizzle
+  CUtensorMap sfb1, sfb2;   // uint8 (K/16, N, L), box (16, kNT, 1)
   CUtensorMap pa, psfa;     // packed A uint8 (K/2, M, L), box (32, BM, 1); its scales (K/16, M, L),
                             // box (16, BM, 1): one 64-K chunk of BM rows for phase 0's loads
   CUtensorMap pa4;          // packed A, box (128, BM, 1), 128B swizzle: the local start's four
                             // 64-K chunks at once
 };
 
-constexpr int kWGs = 2;                      // consumer warpgroups
-constexpr int kNT = 32 * kWGs;               // columns of C per tile
-constexpr int kConsumers = 128 * kWGs;
-constexpr int kThreads = kConsumers + 128;   // + a producer warpgroup (one warp issues TMA)
-// Register split (setmaxnreg): the launch gives every thread 168 (65536 / 384, rounded down to 8);
-// the producer warpgroup gives back down to 64 (its rare phase-0 fallback decode spilled with
-// 56) and the consumers take 216: 128 * 64 + 256 * 216 <= 65536. ptxas allocates the consumer
-// code within that budget (BM = 256: 128 accumulators + two fragment sets, no spill); the
-// split-K reduction is compiled for BM = 128 only (with BM = 256 it spilled 2 KB).
-constexpr int kProducerRegs = 64;
-constexpr int kConsumerRegs = 216;
 constexpr int kBK = 64;
 
 // Shared memory: an activation ring of S stages (64 K each: BM rows x 128 bytes, 128B swizzle)
 // and a weight ring of WS stages (256 K each: 64 rows x 128 packed bytes of B1 and of B2, 128B
 // swizzle, plus 64 rows x 16 scale bytes of each), so that every TMA row is a whole 128-byte line
 // or a scale row read exactly once (narrow boxes cost TMA issue time per row, FUSED_NOTES v5).
-template <int BM_, int S_>
+//
+// WG consumer warpgroups (2, or 3 with BM = 128): each owns 32 columns of C (64 weight rows), so
+// a tile is BM x 32*WG. Three make 128 x 96 tiles: at 512x3072x7168 those are 128 tiles for 132
+// SMs (the 256 x 64 tiles are 96, and stream-K pays for its partials), at 256x3072x4096 their
+// split-K pairs are 128 CTAs (the 256-row pairs 96) — FUSED_NOTES v5g.
+// Register split (setmaxnreg): ptxas compiles the whole kernel within what the launch gives each
+// thread, 65536 / threads rounded down to 8 with every SM sub-partition's 16K registers shared
+// by its warps: 168 for 384 threads, 128 for 512. The producer warpgroup then gives some back and
+// the consumers take them: 64 / 216 for two consumer warpgroups (128 accumulators at BM = 256 +
+// two fragment sets, no spill), 56 / 152 for three (64 accumulators; the producer's rare phase-0
+// fallback decode spills a little with 56: it is not on any hot path). The split-K reduction is
+// compiled for BM = 128 with two consumer warpgroups only (with BM = 256 it spilled 2 KB, with
+// three warpgroups ~500 bytes).
+template <int BM_, int S_, int WG_ = 2>
 struct RsConfig {
   static constexpr int BM = BM_;                  // activation rows per tile (wgmma N)
   static constexpr int S = S_;                    // activation ring depth (64-K stages)
+  static constexpr int kWGs = WG_;                // consumer warpgroups
+  static constexpr int kNT = 32 * kWGs;           // columns of C per tile
+  static constexpr int kConsumers = 128 * kWGs;
+  static constexpr int kThreads = kConsumers + 128;  // + a producer warpgroup
+  static constexpr int kProducerRegs = kWGs == 2 ? 64 : 56;
+  static constexpr int kConsumerRegs = kWGs == 2 ? 216 : 152;
   static constexpr int WS = 3;                    // weight ring depth (256-K stages)
   static constexpr int kAcc = BM / 2;             // fp32 accumulators per thread
   static constexpr int kActBytes = BM * 128;      // one 64-wide K block of BM fp16 rows
@@ -137,6 +147,10 @@ struct RsConfig {
   static constexpr int kSmemBytes =
       1024 + S * kActBytes + WS * kWStageBytes + kStagingBytes + kBarBytes;
   static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
+  static_assert(kWGs == 2 || (kWGs == 3 && BM == 128), "three consumer warpgroups at BM = 128 only");
+  static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= 65536 &&
+                    kProducerRegs + kWGs * kConsumerRegs <= 512,
+                "the register split fits the register file and every sub-partition");
   static_assert(kActBytes % 1024 == 0 && kWStageBytes % 1024 == 0 && kWBytes % 1024 == 0,
                 "stages keep the 128B-swizzle atoms 1024-aligned");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90 is at most 227 KiB");
@@ -579,7 +593,8 @@ __device__ __forceinline__ void publish_batch(const RsArgs& a, int q, int nb,
 
 }  // namespace detail2
 
-// grid = min(units, SMs), block = kThreads, dynamic shared memory RsConfig<BM, S>::kSmemBytes.
+// grid = min(units, SMs), block = RsConfig<BM, S, WG>::kThreads, dynamic shared memory
+// RsConfig<BM, S, WG>::kSmemBytes.
 // kProbe is for timing experiments only (0 in the product): bit 0 skips the activation TMA (the
 // tensor cores read stale tiles), bit 1 skips the wgmma, bit 2 skips phase 0 and its waits,
 // bit 3 skips the weight TMA, bit 4 skips the weight decode, bit 5 runs phase 0 only,
@@ -587,14 +602,16 @@ __device__ __forceinline__ void publish_batch(const RsArgs& a, int q, int nb,
 // kPair: split-K pairs (see the top of the file); launch with a cluster of 2 CTAs, splits = 2
 // and one CTA per unit. kStream: stream-K (see the top); grid <= the tiles' weight stages,
 // splits = the most parts a tile can have (ceil((nw - 1) / floor(stages / grid)) + 1, nw = K / 256),
-// partials and ready flags for tiles x splits parts.
-template <int BM, int S, int kProbe = 0, bool kPair = false, bool kStream = false>
-__global__ void __launch_bounds__(kThreads, 1)
+// partials and ready flags for tiles x splits parts. WG: consumer warpgroups (RsConfig); with 3,
+// splits is 1 or the pair's 2.
+template <int BM, int S, int kProbe = 0, bool kPair = false, bool kStream = false, int WG = 2>
+__global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
     fused_rs_kernel(const __grid_constant__ RsMaps maps, const RsArgs args) {
 #if defined(NVFP4_FUSED_SM90A)
-  using Cfg = RsConfig<BM, S>;
+  using Cfg = RsConfig<BM, S, WG>;
+  constexpr int kNT = Cfg::kNT, kConsumers = Cfg::kConsumers;
   using namespace detail2;
-  static_assert(!kPair || BM == 256, "split-K pairs are for 256-row tiles");
+  static_assert(!kStream || (BM == 256 && WG == 2), "stream-K is for 256-row tiles");
   // The 256-row kernel issues its local start's first load without waiting for the queue's atomic
   // (see after the setup); the others take the queue in the setup. (The pair measured slower with
   // it in the harness's bench, +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f.)
@@ -603,6 +620,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kPair) {  // one unit per CTA, or the cluster barriers below would not match
     if (gridDim.x != unsigned(args.L * args.m_tiles * args.n_tiles * 2) || args.splits != 2)
       __trap();
+  }
+  if constexpr (WG != 2 && !kPair) {  // (no split-K reduction compiled, see RsConfig)
+    if (args.splits != 1) __trap();
   }
   const uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;
   const uint32_t ring = base;                                  // S activation stages
@@ -759,7 +779,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned long long tag = gen + 1;
 
   if (tid >= kConsumers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
     // Producer warp: lane 0 issues each stage's TMA boxes, S stages
     // ahead. The warp polls the activation chunks' done flags 32 stages at a time (one load per
     // lane), so a ready chunk costs no round trip to L2 per stage.
@@ -934,7 +954,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cluster_sync_all();
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::kConsumerRegs));
     // Consumers. Phase 0: take one batch of activation chunks (an even share per CTA) from the
     // queue and decode it. Whatever is left in the queue (CTAs that never ran concurrently) is
     // taken by the producer warp of a CTA that waits for it (see the producer).
@@ -1093,10 +1113,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         const uint32_t dst = peer_smem(ring, rank ^ 1u);
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
+        for (int i = 0; i < Cfg::kAcc / 8; ++i) {
           float v[4];
 #pragma unroll
-          for (int c = 0; c < 4; ++c) v[c] = rank ? acc[4 * i + c] : acc[64 + 4 * i + c];
+          for (int c = 0; c < 4; ++c) v[c] = rank ? acc[4 * i + c] : acc[Cfg::kAcc / 2 + 4 * i + c];
           st_cluster_f4(dst + uint32_t(i * kConsumers + tid) * 16u, v[0], v[1], v[2], v[3]);
         }
         cluster_sync_all();  // 2: the halves have arrived
@@ -1104,15 +1124,15 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (tid == 0) stamp[30] = gtimer();
         }
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
+        for (int i = 0; i < Cfg::kAcc / 8; ++i) {
           const uint4 r = lds128(ring + uint32_t(i * kConsumers + tid) * 16u);
           const float x[4] = {__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z),
                               __uint_as_float(r.w)};
 #pragma unroll
           for (int c = 0; c < 4; ++c)
-            acc[4 * i + c] = (rank ? acc[64 + 4 * i + c] : acc[4 * i + c]) + x[c];
+            acc[4 * i + c] = (rank ? acc[Cfg::kAcc / 2 + 4 * i + c] : acc[4 * i + c]) + x[c];
         }
-        m_out = 128 * int(rank);
+        m_out = (BM / 2) * int(rank);
       }
       if constexpr (kStream) {
         // Stream-K: a tile shared by np CTAs (parts 0..np-1 in K order). Each part counts itself
@@ -1177,7 +1197,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
-      if (!kStream && BM == 128 && args.splits > 1) {  // (BM = 256 runs with splits == 1 only)
+      if (!kStream && !kPair && BM == 128 && WG == 2 && args.splits > 1) {
+        // (BM = 256 and three warpgroups run with splits == 1 only, or as pairs)
         // Split-K: the last of the tile's units to arrive adds the partials in split order.
         const uint32_t flag = scratch + 12;
         consumer_sync(kConsumers);
@@ -1304,15 +1325,16 @@ inline StreamK stream_k_shape(int64_t tiles, int64_t nw, int sms) {
   return StreamK{int(g), int((nw - 1 + wmin - 1) / wmin + 1)};
 }
 
-// Host side: the tensor maps for activation tile height bm.
+// Host side: the tensor maps for activation tile height bm and nt columns of C per tile
+// (RsConfig::kNT: the weight boxes' height).
 inline RsMaps make_rs_maps(const RsArgs& a, const uint8_t* b1, const uint8_t* b2,
-                           const uint8_t* sfb1, const uint8_t* sfb2, int bm) {
+                           const uint8_t* sfb1, const uint8_t* sfb2, int bm, int nt) {
   RsMaps m;
   m.act = make_tensor_map(a.act, 2, a.K, a.M, a.L, kBK, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_128B);
-  m.b1 = make_tensor_map(b1, 1, a.K / 2, a.N, a.L, 128, kNT, CU_TENSOR_MAP_SWIZZLE_128B);
-  m.b2 = make_tensor_map(b2, 1, a.K / 2, a.N, a.L, 128, kNT, CU_TENSOR_MAP_SWIZZLE_128B);
-  m.sfb1 = make_tensor_map(sfb1, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
-  m.sfb2 = make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, kNT, CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.b1 = make_tensor_map(b1, 1, a.K / 2, a.N, a.L, 128, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_128B);
+  m.b2 = make_tensor_map(b2, 1, a.K / 2, a.N, a.L, 128, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_128B);
+  m.sfb1 = make_tensor_map(sfb1, 1, a.K / 16, a.N, a.L, 16, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.sfb2 = make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.pa = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 32, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.psfa = make_tensor_map(a.sfa, 1, a.K / 16, a.M, a.L, 16, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.pa4 = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 128, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_128B);

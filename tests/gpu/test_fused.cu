@@ -176,26 +176,55 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       // 520x40x1024 also run the 256-row split-K pairs (2-CTA clusters) and stream-K (few
       // tiles, so each CTA gets one or two weight stages: up to 4 parts per tile).
       {"260x72x512x2", "normal", 11, 2.0f, 0.5f},
+      // The 128 x 96 tiles (three consumer warpgroups) run in every case with K % 256 == 0 (N
+      // ragged against 96 in all but 128x96x256x2), their pairs where K >= 512.
   };
-  int pairs = 0, streams = 0;  // cases that offer (and so ran) the pair / stream-K candidates
+  // Cases that offer (and so ran) the 256-row pairs, stream-K, the 128 x 96 tiles, their pairs.
+  int pairs = 0, streams = 0, tiles3 = 0, pairs3 = 0;
   for (const auto& c : cases) {
     Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
     p.alpha1 = c.a1;
     p.alpha2 = c.a2;
     check_case(p, std::string(c.shape) + " " + c.dist + " seed " + std::to_string(c.seed), true);
     for (const auto& name : build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->candidates()) {
-      pairs += name.find("cluster pairs") != std::string::npos;
+      const bool pair = name.find("cluster pairs") != std::string::npos;
+      const bool x96 = name.find("v5 tile 128x96") != std::string::npos;
+      pairs += pair && name.find("v5 tile 256x64") != std::string::npos;
       streams += name.find("stream-K") != std::string::npos;
+      tiles3 += x96 && name.find("split-K 1") != std::string::npos;
+      pairs3 += x96 && pair;
     }
   }
   // 300x136x512 (ragged: the second tile's upper half is past M), 520x40x1024 and 260x72x512x2.
   CHECK(pairs == 3);
   CHECK(streams == 3);
+  // 128x96x256x2, 100x70x1024x2, 300x136x512, 520x40x1024, 260x72x512x2; the pairs in all but
+  // the first.
+  CHECK(tiles3 == 5);
+  CHECK(pairs3 == 4);
   // Without autotune, the pair replaces 128-row tiles where it is offered (fused.cu,
   // default_candidate: measured faster or equal on the M = 256 benchmark shapes).
   const Problem p = make_problem(Shape::parse("260x72x512x2"), "normal", 11);
   const std::string d = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->describe();
   CHECK_MESSAGE(d.find("2-CTA cluster pairs") != std::string::npos, d);
+  // ... and the 128 x 96 tiles where one wave of them fills 3/4 to all of the SMs (on the H100's
+  // 132: 128 tiles at 512x3072x7168, 128 pair CTAs at 256x3072x4096), else the previous choice.
+  const int sms = gpu::device_info().sm_count;
+  if (sms == 132) {
+    auto default_of = [](const char* shape) {
+      const Problem q = make_problem(Shape::parse(shape), "normal", 1);
+      return build_plan("gpu", Combo::parse("fused"), q, PlanOptions{})->describe();
+    };
+    const std::string d4 = default_of("512x3072x7168"), d3 = default_of("256x3072x4096");
+    const std::string d2 = default_of("512x4096x7168");
+    CHECK_MESSAGE(d4.find("tile 128x96, split-K 1 (128 units") != std::string::npos, d4);
+    CHECK_MESSAGE(d3.find("tile 128x96, split-K 2 as 2-CTA cluster pairs (128 CTAs)") !=
+                      std::string::npos,
+                  d3);
+    CHECK_MESSAGE(d2.find("tile 256x64, split-K 1") != std::string::npos, d2);
+  } else {
+    MESSAGE("default-candidate check for 132 SMs skipped: this device has " << sms);
+  }
 }
 
 // Row m of A holds the 16 E2M1 codes 0..15 in its first block with scale byte m (all 256 E4M3
