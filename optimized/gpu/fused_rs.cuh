@@ -507,7 +507,7 @@ template <int BM, int S, int U, bool kBoxIssued, class Sync>
 __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt0, int kb0, int nl,
                              int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
                              int n, Sync sync) {
-  static_assert(S <= 4, "the local stages come from one 4-chunk box");
+  // (the local stages come from one 4-chunk box: nl <= 4, start_plan)
   const int nc = nl + nb, items = nc * BM;
   // The local stages (K blocks kb0 .. kb0 + 3 of the first unit, kb0 % 4 == 0) as one
   // 128-byte-wide box and one scale box at `ring`: a TMA box costs per row, and 4 narrow chunks
@@ -616,6 +616,9 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // (see after the setup); the others take the queue in the setup. (The pair measured slower with
   // it in the harness's bench, +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f.)
   constexpr bool kEarlyBox = BM == 256 && !kStream && !kPair && (kProbe & 4) == 0;
+  // The local start (decode_start): the 256-row tiles and pairs and the 128 x 96 ones, not
+  // stream-K or the 128 x 64 tiles (FUSED_NOTES v5d, v5g).
+  constexpr bool kLocalStart = (BM == 256 || WG == 3) && !kStream;
   extern __shared__ __align__(1024) uint8_t smem[];
   if constexpr (kPair) {  // one unit per CTA, or the cluster barriers below would not match
     if (gridDim.x != unsigned(args.L * args.m_tiles * args.n_tiles * 2) || args.splits != 2)
@@ -740,10 +743,11 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
     if constexpr ((kProbe & 4) == 0) {
       q = int(lds32(scratch + 8));
       nb = q < chunks ? min(batch, chunks - q) : 0;
-      if (BM == 256 && !kStream && (kEarlyBox ? early_box : nb <= S)) {
+      if (kLocalStart && (kEarlyBox ? early_box : nb <= S)) {
         int l, mt, nt, split, kb0, kb1;
         unit_of(first_u, l, mt, nt, split, kb0, kb1);
         nl = min(S + 1 - max(nb, 1), kb1 - kb0);
+        if constexpr (S > 4) nl = min(nl, 4);  // one 4-chunk box
       }
     }
   };
@@ -921,7 +925,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
     if constexpr ((kProbe & 512) != 0) {  // warp 2 watches the start: stamps 10 and 11
       int q, nb, nl;
       start_plan(q, nb, nl);
-      const bool fetched = nl > 0 || (q < chunks && !(BM == 256 && !kStream) && nb <= S &&
+      const bool fetched = nl > 0 || (q < chunks && !kLocalStart && nb <= S &&
                                       nb * BM <= 4 * kConsumers);
       if (tid == kConsumers + 64 && fetched) {
         mbar_wait(ld_bar, 0);
@@ -966,7 +970,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
         // the phase-0 warp writes and publishes the batch (see there).
         int l0, mt0, nt0, split0, kb00, kb10;
         unit_of(first_u, l0, mt0, nt0, split0, kb00, kb10);
-        if constexpr (BM == 256 && !kStream) {  // (start_plan: nl == 0 in the others)
+        if constexpr (kLocalStart) {  // (start_plan: nl == 0 in the others)
           static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
           decode_start<BM, S, 5, kEarlyBox>(args, maps, l0, mt0, kb00, nl, q, nb, ring, staging,
                                             ld_bar, tid, kConsumers,
@@ -985,7 +989,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
         // (This TMA path is compiled only into the kernels that never take the local start: with
         // its code present there, unused, the local-start kernel ran 7-8 us slower (in the local
         // start's decode and in the epilogue; not explained), FUSED_NOTES v5d.)
-        constexpr bool kFetch = !(BM == 256 && !kStream);
+        constexpr bool kFetch = !kLocalStart;
         decode_batch_tma<BM, 4, kFetch>(args, maps, q, nb, tid, kConsumers, ring, S, ld_bar,
                                 [] { consumer_sync(kConsumers); }, tid == 0);
         if constexpr ((kProbe & 512) != 0) {
