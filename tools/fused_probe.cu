@@ -10,9 +10,11 @@
 //                         their pairs (where they fit), µs, and a hash of each fp16 output (all
 //                         but the 128-row tiles also compared element by element with the 256-row
 //                         kernel)
-//   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
-//                         median / max over CTAs, µs from the first CTA's end of setup), after a
-//                         memset of 256 MB, a read of 256 MB, or nothing
+//   fused_probe timeline  per shape, a 256 x 64 kernel's per-CTA stamps (the pair, stream-K or the
+//                         tiles, as the session-7 default chose; not the 128 x 96 kernels, the
+//                         default at two shapes since session 8) (kProbe bit 9: min / median /
+//                         max over CTAs, µs from the first CTA's end of setup), after a memset
+//                         of 256 MB, a read of 256 MB, or nothing
 //   fused_probe ablate    the 256-row kernel and the pair with stages left out (kProbe bits: no
 //                         activation TMA, no weight TMA, no phase 0, no main loop) — timing only,
 //                         their outputs are wrong

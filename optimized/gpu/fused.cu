@@ -9,7 +9,8 @@
 // Two kernel families (the autotune candidates):
 //   * v5, fused_rs.cuh (K % 256 == 0): weights decoded into register-sourced wgmma operands,
 //     activations decoded once per call in the kernel's phase 0 into a workspace; tile BM x 64
-//     (BM = activation rows = wgmma N), persistent grid; candidates: BM = 128 with split-K 1,
+//     (BM = activation rows = wgmma N; BM x 96 with three consumer warpgroups), persistent grid;
+//     candidates: BM = 128 with split-K 1,
 //     plus 2..4 where the tiles fill less than half the SMs (split-K measured slower on every
 //     benchmark shape, FUSED_NOTES.md v5), BM = 256 (no split-K) where M > 128, BM = 256
 //     split-K pairs (2-CTA clusters) where twice its tiles fit on the SMs (an autotune
@@ -328,7 +329,8 @@ class FusedPlan final : public GpuPlan {
       return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n256k16 "
              "operands, activations decoded once per call (phase 0) and streamed by TMA, dual "
              "GEMM + silu*mul epilogue, tile 256x" +
-             std::to_string(c.nt()) + ", stream-K: " + std::to_string(rs_tiles(shape_, 256, c.nt())) +
+             std::to_string(c.nt()) +
+             ", stream-K: " + std::to_string(rs_tiles(shape_, 256, c.nt())) +
              " tiles over " + std::to_string(sk.grid) + " CTAs (up to " + std::to_string(sk.parts) +
              " parts per tile)";
     }
@@ -473,7 +475,8 @@ class FusedPlan final : public GpuPlan {
     // Stream-K (BM = 256): a partial slot and a ready flag per tile and part.
     int64_t sk_parts = 0;
     for (const Candidate& c : cands_)
-      if (c.stream) sk_parts = rs_tiles(shape_, 256, RsCfg256::kNT) * stream_k(shape_, sm_count_).parts;
+      if (c.stream)
+        sk_parts = rs_tiles(shape_, 256, RsCfg256::kNT) * stream_k(shape_, sm_count_).parts;
     tile_count_ = DeviceBuffer<unsigned int>(size_t(std::max<int64_t>(tiles, 1)));
     ready_ = DeviceBuffer<unsigned long long>(size_t(std::max<int64_t>({units, sk_parts, 1})));
     // A unit's partial is 2 * BM * 64 floats (split-K and stream-K: 64-column tiles only).

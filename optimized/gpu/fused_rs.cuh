@@ -32,7 +32,7 @@
 //   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: with 256-row tiles at
 //   M = 512, 92.7 -> 87.0 us together with the TMA loads, the pair at 256x4096x7168 55.1 -> 53.4;
 //   slower with 128 x 64 tiles and with stream-K, where it is off; the 128 x 96 tiles gained
-//   2.5 us at 512x3072x7168, FUSED_NOTES v5g). The 256-row and 128 x 96 kernels (not the pairs)
+//   2.5 us at 512x3072x7168, FUSED_NOTES v5g). The 256-row tiles and the 128 x 96 tiles and pairs
 //   issue the local stages' load while the queue's atomic is in flight (kEarlyBox, v5f, v5g).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
@@ -43,10 +43,10 @@
 //   steps. The A-fragment places them at logical columns that are a fixed permutation of the
 //   block (see kLogicalWord below); phase 0 writes the activations in the same permuted order, so
 //   the dot products are unchanged (fp32 accumulation of exact products, as in v3).
-// * Warp roles: consumer warpgroups (2, or 3 at BM = 128: RsConfig) decode weights + issue wgmma + epilogue; in the producer
-//   warpgroup, lane 0 of warp 0 issues the activation TMA loads (S-deep ring) and lane 0 of
-//   warp 1 the weight loads (packed bytes and scales, WS-deep ring), each with full/empty
-//   mbarriers. No proxy fence and no CTA barrier in the main loop.
+// * Warp roles: consumer warpgroups (2, or 3 at BM = 128: RsConfig) decode weights + issue
+//   wgmma + epilogue; in the producer warpgroup, lane 0 of warp 0 issues the activation TMA
+//   loads (S-deep ring) and lane 0 of warp 1 the weight loads (packed bytes and scales, WS-deep
+//   ring), each with full/empty mbarriers. No proxy fence and no CTA barrier in the main loop.
 // * Tile: BM activation rows (128 or 256: m64n128k16 or m64n256k16) x 32 columns of C per
 //   consumer warpgroup (64, or 96 with three).
 // * Persistent schedule with split-K: grid = min(units, SMs); unit u = (tile, split), splits
@@ -111,8 +111,8 @@ struct RsMaps {
 constexpr int kBK = 64;
 
 // Shared memory: an activation ring of S stages (64 K each: BM rows x 128 bytes, 128B swizzle)
-// and a weight ring of WS stages (256 K each: 64 rows x 128 packed bytes of B1 and of B2, 128B
-// swizzle, plus 64 rows x 16 scale bytes of each), so that every TMA row is a whole 128-byte line
+// and a weight ring of WS stages (256 K each: kNT rows x 128 packed bytes of B1 and of B2, 128B
+// swizzle, plus kNT rows x 16 scale bytes of each), so that every TMA row is a whole 128-byte line
 // or a scale row read exactly once (narrow boxes cost TMA issue time per row, FUSED_NOTES v5).
 //
 // WG consumer warpgroups (2, or 3 with BM = 128): each owns 32 columns of C (64 weight rows), so
@@ -123,10 +123,9 @@ constexpr int kBK = 64;
 // thread, 65536 / threads rounded down to 8 with every SM sub-partition's 16K registers shared
 // by its warps: 168 for 384 threads, 128 for 512. The producer warpgroup then gives some back and
 // the consumers take them: 64 / 216 for two consumer warpgroups (128 accumulators at BM = 256 +
-// two fragment sets, no spill), 56 / 152 for three (64 accumulators; the producer's rare phase-0
-// fallback decode spills a little with 56: it is not on any hot path). The split-K reduction is
-// compiled for BM = 128 with two consumer warpgroups only (with BM = 256 it spilled 2 KB, with
-// three warpgroups ~500 bytes).
+// two fragment sets, no spill), 56 / 152 for three (64 accumulators, no spill). The split-K
+// reduction is compiled for BM = 128 with two consumer warpgroups only (with BM = 256 it spilled
+// 2 KB, with three warpgroups ~500 bytes).
 template <int BM_, int S_, int WG_ = 2>
 struct RsConfig {
   static constexpr int BM = BM_;                  // activation rows per tile (wgmma N)
@@ -149,7 +148,8 @@ struct RsConfig {
   static constexpr int kSmemBytes =
       1024 + S * kActBytes + WS * kWStageBytes + kStagingBytes + kBarBytes;
   static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
-  static_assert(kWGs == 2 || (kWGs == 3 && BM == 128), "three consumer warpgroups at BM = 128 only");
+  static_assert(kWGs == 2 || (kWGs == 3 && BM == 128),
+                "three consumer warpgroups at BM = 128 only");
   static_assert(128 * kProducerRegs + kConsumers * kConsumerRegs <= 65536 &&
                     kProducerRegs + kWGs * kConsumerRegs <= 512,
                 "the register split fits the register file and every sub-partition");
@@ -614,11 +614,14 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   constexpr int kNT = Cfg::kNT, kConsumers = Cfg::kConsumers;
   using namespace detail2;
   static_assert(!kStream || (BM == 256 && WG == 2), "stream-K is for 256-row tiles");
-  // The 256-row and 128 x 96 kernels issue their local start's first load without waiting for the
-  // queue's atomic (see after the setup); the others take the queue in the setup. (The 256-row
-  // pair measured slower with it in the harness's bench, +0.6 to +1.1 us, though faster in the
-  // probe; FUSED_NOTES v5f. The 128 x 96 tiles: -0.7 us in the probe at 512x3072x7168, v5g.)
-  constexpr bool kEarlyBox = (BM == 256 || WG == 3) && !kStream && !kPair && (kProbe & 4) == 0;
+  // The 256-row and 128 x 96 kernels (tiles and pairs; not the 256-row pairs) issue their local
+  // start's first load without waiting for the queue's atomic (see after the setup); the others
+  // take the queue in the setup. (The 256-row pair measured slower with it in the harness's bench,
+  // +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f. The 128 x 96 tiles: -0.7 us in
+  // the probe at 512x3072x7168; their pairs: -0.5 to -0.9 us in the harness's bench at
+  // 256x3072x4096, v5g.)
+  constexpr bool kEarlyBox =
+      (BM == 256 || WG == 3) && !kStream && (!kPair || WG == 3) && (kProbe & 4) == 0;
   // The local start (decode_start): the 256-row tiles and pairs and the 128 x 96 ones, not
   // stream-K or the 128 x 64 tiles (FUSED_NOTES v5d, v5g).
   constexpr bool kLocalStart = (BM == 256 || WG == 3) && !kStream;
@@ -681,9 +684,9 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // unit's silu·mul staged, 8 setup done, 9 phase-0 batch decoded and its TMA stores complete,
   // 10 the start's packed activation chunks arrived, 11 the first weight stage arrived, 12
   // stream-K: the first unit's partial written and counted, 13 a later unit's main loop done,
-  // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's first main
-  // loop done, 24 kernel entry, 29 / 30 the pair's first / second cluster barrier passed, 31 the
-  // epilogue's first consumer barrier passed
+  // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's (w < 8)
+  // first main loop done, 24 kernel entry, 29 / 30 the pair's first / second cluster barrier
+  // passed, 31 the epilogue's first consumer barrier passed
   // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
   // puts them after its partials).
   unsigned long long* const stamp =
@@ -1097,7 +1100,8 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
         if (it == 0) mbar_wait(ph0_bar, 0);
       }
       if constexpr ((kProbe & 512) != 0) {
-        if (lane == 0 && it == 0) stamp[16 + tid / 32] = gtimer();  // each consumer warp
+        // each consumer warp (the first 8: slots 16..23; slot 24 is the kernel entry)
+        if (lane == 0 && it == 0 && tid < 256) stamp[16 + tid / 32] = gtimer();
         if (tid == 0 && it == 0) stamp[4] = gtimer();
         if (tid == 0 && it != 0) stamp[13] = gtimer();
       }
@@ -1109,9 +1113,9 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
       int m_out = 0;  // first row of C this CTA writes, within the tile
       if constexpr (kPair) {
         // Split-K pair (one unit per CTA, the two splits of a tile in one cluster, rank =
-        // split): rank r finishes rows [128r, 128r + 128) of the tile. Each CTA sends the other
-        // half of its accumulators into the peer's (now idle) activation ring, 16 float4 per
-        // thread at [i][tid], and adds what it received: p0 + p1 either way (fp addition
+        // split): rank r finishes rows [r BM/2, (r + 1) BM/2) of the tile. Each CTA sends the
+        // other half of its accumulators into the peer's (now idle) activation ring, kAcc / 8
+        // float4 per thread at [i][tid], and adds what it received: p0 + p1 either way (fp addition
         // commutes), so the result does not depend on the rank.
         const uint32_t rank = uint32_t(split);
         cluster_sync_all();  // 1: both main loops are done, both rings are free
@@ -1257,7 +1261,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
         }
       }
 
-      // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][64 columns] ->
+      // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][kNT columns] ->
       // 16-byte coalesced (masked) stores. (All accumulators are read in one block: reading part
       // of them after a barrier or a store loop made ptxas serialize every wgmma of the main loop,
       // +20-30 us; ctest ptxas_fused_codegen watches for it, FUSED_NOTES v5e.)
@@ -1340,8 +1344,10 @@ inline RsMaps make_rs_maps(const RsArgs& a, const uint8_t* b1, const uint8_t* b2
   m.act = make_tensor_map(a.act, 2, a.K, a.M, a.L, kBK, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_128B);
   m.b1 = make_tensor_map(b1, 1, a.K / 2, a.N, a.L, 128, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_128B);
   m.b2 = make_tensor_map(b2, 1, a.K / 2, a.N, a.L, 128, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_128B);
-  m.sfb1 = make_tensor_map(sfb1, 1, a.K / 16, a.N, a.L, 16, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_NONE);
-  m.sfb2 = make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.sfb1 =
+      make_tensor_map(sfb1, 1, a.K / 16, a.N, a.L, 16, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_NONE);
+  m.sfb2 =
+      make_tensor_map(sfb2, 1, a.K / 16, a.N, a.L, 16, uint32_t(nt), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.pa = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 32, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.psfa = make_tensor_map(a.sfa, 1, a.K / 16, a.M, a.L, 16, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_NONE);
   m.pa4 = make_tensor_map(a.a, 1, a.K / 2, a.M, a.L, 128, uint32_t(bm), CU_TENSOR_MAP_SWIZZLE_128B);

@@ -177,7 +177,10 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       // tiles, so each CTA gets one or two weight stages: up to 4 parts per tile).
       {"260x72x512x2", "normal", 11, 2.0f, 0.5f},
       // The 128 x 96 tiles (three consumer warpgroups) run in every case with K % 256 == 0 (N
-      // ragged against 96 in all but 128x96x256x2), their pairs where K >= 512.
+      // ragged against 96 in all but 128x96x256x2), their pairs where K >= 512. Here their local
+      // start decodes 2 stages beside a phase-0 batch of 6 chunks (4 tiles, 24 chunks), and the
+      // pairs' hits the box's cap (4 local stages beside a batch of 3).
+      {"200x150x768", "normal", 12, 1.0f, 1.0f},
   };
   // Cases that offer (and so ran) the 256-row pairs, stream-K, the 128 x 96 tiles, their pairs.
   int pairs = 0, streams = 0, tiles3 = 0, pairs3 = 0;
@@ -195,13 +198,14 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       pairs3 += x96 && pair;
     }
   }
-  // 300x136x512 (ragged: the second tile's upper half is past M), 520x40x1024 and 260x72x512x2.
-  CHECK(pairs == 3);
-  CHECK(streams == 3);
-  // 128x96x256x2, 100x70x1024x2, 300x136x512, 520x40x1024, 260x72x512x2; the pairs in all but
-  // the first.
-  CHECK(tiles3 == 5);
-  CHECK(pairs3 == 4);
+  // 300x136x512 (ragged: the second tile's upper half is past M), 520x40x1024, 260x72x512x2 and
+  // 200x150x768.
+  CHECK(pairs == 4);
+  CHECK(streams == 4);
+  // 128x96x256x2, 100x70x1024x2, 300x136x512, 520x40x1024, 260x72x512x2, 200x150x768; the pairs
+  // in all but the first.
+  CHECK(tiles3 == 6);
+  CHECK(pairs3 == 5);
   // Without autotune, the pair replaces 128-row tiles where it is offered (fused.cu,
   // default_candidate: measured faster or equal on the M = 256 benchmark shapes).
   const Problem p = make_problem(Shape::parse("260x72x512x2"), "normal", 11);
