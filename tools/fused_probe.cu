@@ -10,11 +10,9 @@
 //                         their pairs (where they fit), µs, and a hash of each fp16 output (all
 //                         but the 128-row tiles also compared element by element with the 256-row
 //                         kernel)
-//   fused_probe timeline  per shape, a 256 x 64 kernel's per-CTA stamps (the pair, stream-K or the
-//                         tiles, as the session-7 default chose; not the 128 x 96 kernels, the
-//                         default at two shapes since session 8) (kProbe bit 9: min / median /
-//                         max over CTAs, µs from the first CTA's end of setup), after a memset
-//                         of 256 MB, a read of 256 MB, or nothing
+//   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
+//                         median / max over CTAs, µs from the first CTA's end of setup), after a
+//                         memset of 256 MB, a read of 256 MB, or nothing
 //   fused_probe ablate    the 256-row kernel and the pair with stages left out (kProbe bits: no
 //                         activation TMA, no weight TMA, no phase 0, no main loop) — timing only,
 //                         their outputs are wrong
@@ -287,7 +285,19 @@ void mode_timeline(Problem& p) {
     g_flush = f;
     const char* fl = f == Flush::Memset ? "memset" : f == Flush::Read ? "read" : "none";
     char name[96];
-    if (p.M <= 256 && pair_offered(p)) {
+    // The default's choice (fused.cu, default_candidate): the 128 x 96 tiles, else their pairs,
+    // where one wave of them fills 3/4 to all of the SMs; else the 256 x 64 kernels as before.
+    const int tiles3 = ((p.M + 127) / 128) * n_tiles(p, 96);
+    auto fills = [&](int ctas) { return 4 * ctas >= 3 * p.sms && ctas <= p.sms; };
+    if (fills(tiles3)) {
+      run_tiles<128, 7, 512, 3>(p, 1, st);
+      std::snprintf(name, sizeof name, "%dx%dx%d 128x96, flush %s", p.M, p.N, p.K, fl);
+      print_stamps(st, tiles3, name);
+    } else if (fills(2 * tiles3) && p.K >= 512) {
+      run_pair<512, 128, 7, 3>(p, 1, st);
+      std::snprintf(name, sizeof name, "%dx%dx%d 128x96 pair, flush %s", p.M, p.N, p.K, fl);
+      print_stamps(st, 2 * tiles3, name);
+    } else if (p.M <= 256 && pair_offered(p)) {
       run_pair<512>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d pair, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, 2 * ((p.M + 255) / 256) * p.a.n_tiles, name);
