@@ -10,13 +10,12 @@
 //   * v5, fused_rs.cuh (K % 256 == 0): weights decoded into register-sourced wgmma operands,
 //     activations decoded once per call in the kernel's phase 0 into a workspace; tile BM x 64
 //     (BM = activation rows = wgmma N; BM x 96 with three consumer warpgroups), persistent grid;
-//     candidates: BM = 128 with split-K 1,
-//     plus 2..4 where the tiles fill less than half the SMs (split-K measured slower on every
-//     benchmark shape, FUSED_NOTES.md v5), BM = 256 (no split-K) where M > 128, BM = 256
-//     split-K pairs (2-CTA clusters) where twice its tiles fit on the SMs (an autotune
-//     candidate at first, the default since session 5),
-//     BM = 256 stream-K over all SMs where its tiles leave SMs idle, and 128 x 96 tiles (three
-//     consumer warpgroups) alone and, where twice their tiles fit on the SMs, as split-K pairs.
+//     candidates: BM = 128 with split-K 1, plus 2..4 where the tiles fill less than half the SMs
+//     (split-K measured slower on every benchmark shape, FUSED_NOTES.md v5), BM = 256 (no
+//     split-K) where M > 128, BM = 256 split-K pairs (2-CTA clusters) where twice its tiles fit
+//     on the SMs (an autotune candidate at first, the default since session 5), BM = 256
+//     stream-K over all SMs where its tiles leave SMs idle, and 128 x 96 tiles (three consumer
+//     warpgroups) alone and, where twice their tiles fit on the SMs, as split-K pairs.
 //   * v3, fused_kernel.cuh (every K; the only one when K % 256 != 0): both operands decoded into
 //     shared memory; candidates: CTA tile widths BN in {32, 48, 64, 96, 128} (tile 128 x BN of C),
 //     on the TMA path each with both decoders (integer, cvt.e4m3x2). Kernel: K % 256 == 0 -> TMA
@@ -419,10 +418,11 @@ class FusedPlan final : public GpuPlan {
   // all SMs (512x3072x7168: 96 tiles on 132 SMs, 91 -> 80 us in the probe, FUSED_NOTES v5c).
   // Before all of these: the 128 x 96 tiles (three consumer warpgroups) where they alone, or
   // else their split-K pairs, fill between three quarters of the SMs and all of them in one wave
-  // (probe, FUSED_NOTES v5g: 512x3072x7168 78.7 us against 79.8 for stream-K; the pairs at
-  // 256x3072x4096 34.2 against 36.0 for the 256-row pairs). Their stages run slower than the
-  // 256-row ones per multiply-add (the weight decode is shared by half the rows), so they pay
-  // only where the 256-row tiles leave SMs idle and one wave of them fills the SMs.
+  // (harness bench alternated with the previous default, FUSED_NOTES v5g: 512x3072x7168 75.5 us
+  // against 80.4 for stream-K; the pairs at 256x3072x4096 33.6 against 35.8 for the 256-row
+  // pairs, before their early box). Their stages run slower than the 256-row ones per
+  // multiply-add (the weight decode is shared by half the rows), so they pay only where the
+  // 256-row tiles leave SMs idle and one wave of them fills the SMs.
   size_t default_candidate() const {
     const int64_t sms = std::max(1, sm_count_);
     const int64_t tiles3 = rs_tiles(shape_, 128, RsCfg128x3::kNT);

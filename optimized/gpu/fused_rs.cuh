@@ -25,10 +25,10 @@
 //   of BM rows per 64-K chunk) arrive by two TMA boxes per chunk instead of per-thread loads,
 //   which took 5-10 us at the start (FUSED_NOTES v5d).
 // * Local start (256-row tiles, 128 x 96 tiles and their pairs; not stream-K, not the 128 x 64
-//   tiles): where a CTA's phase-0 batch fits
-//   beside them, its consumers decode the first activation stages of their first unit themselves,
-//   straight into the ring, and the batch into the remaining slots and the epilogue staging tile;
-//   the fourth producer warp writes the batch with TMA stores and publishes it. The first stages
+//   tiles): where a CTA's phase-0 batch fits beside them, its consumers decode the first
+//   activation stages of their first unit themselves, straight into the ring, and the batch into
+//   the remaining slots and the epilogue staging tile; the fourth producer warp writes the batch
+//   with TMA stores and publishes it. The first stages
 //   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: with 256-row tiles at
 //   M = 512, 92.7 -> 87.0 us together with the TMA loads, the pair at 256x4096x7168 55.1 -> 53.4;
 //   slower with 128 x 64 tiles and with stream-K, where it is off; the 128 x 96 tiles gained
@@ -614,7 +614,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   constexpr int kNT = Cfg::kNT, kConsumers = Cfg::kConsumers;
   using namespace detail2;
   static_assert(!kStream || (BM == 256 && WG == 2), "stream-K is for 256-row tiles");
-  // The 256-row and 128 x 96 kernels (tiles and pairs; not the 256-row pairs) issue their local
+  // The 256-row tiles and the 128 x 96 tiles and pairs (not the 256-row pairs) issue their local
   // start's first load without waiting for the queue's atomic (see after the setup); the others
   // take the queue in the setup. (The 256-row pair measured slower with it in the harness's bench,
   // +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f. The 128 x 96 tiles: -0.7 us in
@@ -739,8 +739,8 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // decode locally (decode_start); nl = 0 where the batch does not fit beside them (with
   // kEarlyBox: where a full batch would not, since the box is issued before nb is known; then
   // phase 0 runs first, through the whole ring, as before). The box is consumed iff nl > 0: here
-  // nb <= batch <= S and the first unit has kb1 - kb0 >= 4 K blocks (a whole tile: no split-K
-  // outside the pairs, K % 256 == 0), so nl >= 1.
+  // nb <= batch <= S and the first unit has kb1 - kb0 >= 4 K blocks (a whole tile, K % 256 == 0,
+  // or a pair's K half, which the host offers only with K >= 512), so nl >= 1.
   const bool early_box = kEarlyBox && batch <= S;
   auto start_plan = [&](int& q, int& nb, int& nl) {
     q = chunks;

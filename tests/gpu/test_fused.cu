@@ -178,8 +178,8 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
       {"260x72x512x2", "normal", 11, 2.0f, 0.5f},
       // The 128 x 96 tiles (three consumer warpgroups) run in every case with K % 256 == 0 (N
       // ragged against 96 in all but 128x96x256x2), their pairs where K >= 512. Here their local
-      // start decodes 2 stages beside a phase-0 batch of 6 chunks (4 tiles, 24 chunks), and the
-      // pairs' hits the box's cap (4 local stages beside a batch of 3).
+      // start decodes 2 stages beside a phase-0 batch of 6 chunks (4 tiles, 24 chunks), and their
+      // pairs' local start hits the box's cap (4 local stages beside a batch of 3).
       {"200x150x768", "normal", 12, 1.0f, 1.0f},
   };
   // Cases that offer (and so ran) the 256-row pairs, stream-K, the 128 x 96 tiles, their pairs.
