@@ -137,13 +137,19 @@ int n_tiles(const Problem& p, int nt) { return (p.N + nt - 1) / nt; }
 const rs::RsMaps& maps_for(const Problem& p, int bm, int wg) {
   return wg == 3 ? p.maps128x3 : bm == 128 ? p.maps128 : p.maps256;
 }
+// The launch arguments of BM x 32*WG tiles with `splits` units per tile.
+template <int BM, int WG>
+rs::RsArgs tile_args(const Problem& p, int splits) {
+  rs::RsArgs a = p.a;
+  a.m_tiles = (p.M + BM - 1) / BM;
+  a.n_tiles = n_tiles(p, 32 * WG);
+  a.splits = splits;
+  return a;
+}
 template <int BM, int S, int P, int WG = 2>
 float run_tiles(Problem& p, int reps, float* stamps = nullptr) {
   using Cfg = rs::RsConfig<BM, S, WG>;
-  rs::RsArgs a = p.a;
-  a.m_tiles = (p.M + BM - 1) / BM;
-  a.n_tiles = n_tiles(p, Cfg::kNT);
-  a.splits = 1;
+  const rs::RsArgs a = tile_args<BM, WG>(p, 1);
   const int units = a.L * a.m_tiles * a.n_tiles;
   return time_launches(rs::fused_rs_kernel<BM, S, P, false, false, WG>, Cfg::kThreads,
                        Cfg::kSmemBytes, std::min(units, p.sms), 1, maps_for(p, BM, WG), a,
@@ -156,10 +162,7 @@ bool pair_offered(const Problem& p, int bm = 256, int wg = 2) {
 template <int P, int BM = 256, int S = 4, int WG = 2>
 float run_pair(Problem& p, int reps, float* stamps = nullptr) {
   using Cfg = rs::RsConfig<BM, S, WG>;
-  rs::RsArgs a = p.a;
-  a.m_tiles = (p.M + BM - 1) / BM;
-  a.n_tiles = n_tiles(p, Cfg::kNT);
-  a.splits = 2;
+  const rs::RsArgs a = tile_args<BM, WG>(p, 2);
   return time_launches(rs::fused_rs_kernel<BM, S, P, true, false, WG>, Cfg::kThreads,
                        Cfg::kSmemBytes, 2 * a.L * a.m_tiles * a.n_tiles, 2, maps_for(p, BM, WG),
                        a, p.flush, reps, stamps);
