@@ -10,12 +10,16 @@
 //                         their pairs (where they fit), µs, and a hash of each fp16 output (all
 //                         but the 128-row tiles also compared element by element with the 256-row
 //                         kernel)
+//   fused_probe time3     the same for the 128 x 96 tiles and pairs only (and the 256-row
+//                         kernel, the reference of the comparison)
 //   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
 //                         median / max over CTAs, µs from the first CTA's end of setup), after a
 //                         memset of 256 MB, a read of 256 MB, or nothing
-//   fused_probe ablate    the 256-row kernel and the pair with stages left out (kProbe bits: no
-//                         activation TMA, no weight TMA, no phase 0, no main loop) — timing only,
-//                         their outputs are wrong
+//   fused_probe ablate    the 128 x 96 tiles and pairs, the 256-row kernel and its pair with
+//                         stages left out (kProbe bits: no weight decode, no wgmma, no activation
+//                         TMA, no weight TMA, no phase 0, no main loop) — timing only, their
+//                         outputs are wrong; and an empty kernel's launch with the same block,
+//                         shared memory and cluster shapes
 //   fused_probe silu      the epilogue's silu·mul against the IEEE division on 80 001 points of
 //                         [-100, 100] and the special values
 //
@@ -220,7 +224,7 @@ void print_stamps(const float* at, int grid, const char* name) {
     int slot;
     const char* name;
   };
-  const Ev evs[] = {{10, "A-arrived"},     {11, "W0-arrived"},   {9, "decoded"},
+  const Ev evs[] = {{24, "entry"}, {25, "q-known"}, {10, "A-arrived"},     {11, "W0-arrived"},   {9, "decoded"},
                     {14, "ph0-st-issued"}, {15, "ph0-st-done"},  {1, "ph0-published"},
                     {2, "prod-first-ready"}, {3, "first-wgmma"}, {4, "unit0-done"},
                     {12, "sk-counted"},    {13, "unit1-done"},   {29, "csync1"},
@@ -231,7 +235,7 @@ void print_stamps(const float* at, int grid, const char* name) {
     std::vector<double> v;
     for (int b = 0; b < grid; ++b) {
       const unsigned long long x = h[32 * b + e.slot];
-      if (x >= t0) v.push_back((x - t0) * 1e-3);
+      if (x != 0) v.push_back((double(x) - double(t0)) * 1e-3);  // (entry: before t0)
     }
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
@@ -250,21 +254,27 @@ void print_stamps(const float* at, int grid, const char* name) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  std::printf(" | setup %.2f, warp skew %.2f (medians)\n", med(setup), med(skew));
+  unsigned long long steals = 0;  // slot 6: phase-0 batches decoded by a producer warp
+  for (int b = 0; b < grid; ++b) steals += h[32 * b + 6];
+  std::printf(" | setup %.2f, warp skew %.2f (medians), %llu batches stolen\n", med(setup),
+              med(skew), steals);
 }
 
-void mode_time(Problem& p) {
-  std::printf("%dx%dx%d | BM128 %.1f", p.M, p.N, p.K, run_tiles<128, 8, 0>(p, 15));
-  std::printf(" #%06llx", hash_of(take_output(p)));
+void mode_time(Problem& p, bool wg3_only) {
+  std::printf("%dx%dx%d", p.M, p.N, p.K);
+  if (!wg3_only) {
+    std::printf(" | BM128 %.1f", run_tiles<128, 8, 0>(p, 15));
+    std::printf(" #%06llx", hash_of(take_output(p)));
+  }
   std::printf(" | BM256 %.1f", run_tiles<256, 4, 0>(p, 15));
   const std::vector<uint16_t> ref = take_output(p);
   std::printf(" #%06llx", hash_of(ref));
-  if (pair_offered(p)) {
+  if (pair_offered(p) && !wg3_only) {
     std::printf(" | pair %.1f", run_pair<0>(p, 15));
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
   }
-  if (stream_offered(p)) {
+  if (stream_offered(p) && !wg3_only) {
     std::printf(" | stream-K %.1f", run_stream<0>(p, 15));
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
@@ -318,7 +328,38 @@ void mode_timeline(Problem& p) {
   g_flush = Flush::Memset;
 }
 
+// Launch cost alone: an empty kernel after the same flush, with the fused kernels' block size and
+// shared memory, with none, and as 2-CTA clusters.
+__global__ void empty_kernel(const __grid_constant__ rs::RsMaps, const rs::RsArgs) {}
+
 void mode_ablate(Problem& p) {
+  if (p.M == 256 && p.N == 4096) {
+    const int big = rs::RsConfig<128, 7, 3>::kSmemBytes;
+    std::printf("empty kernel, 128 CTAs: 512 thr + %d B smem %.1f | 512 thr, no smem %.1f | 128 thr, "
+                "no smem %.1f | 512 thr + smem, clusters of 2 %.1f\n",
+                big, time_launches(empty_kernel, 512, big, 128, 1, p.maps128x3, p.a, p.flush, 15),
+                time_launches(empty_kernel, 512, 0, 128, 1, p.maps128x3, p.a, p.flush, 15),
+                time_launches(empty_kernel, 128, 0, 128, 1, p.maps128x3, p.a, p.flush, 15),
+                time_launches(empty_kernel, 512, big, 128, 2, p.maps128x3, p.a, p.flush, 15));
+  }
+  // The 128 x 96 tiles (and their pairs where offered) with stages left out: kProbe 16 no weight
+  // decode (the packed bytes go to wgmma), 2 no wgmma, 18 neither, 4 no phase 0, 8 no weight TMA,
+  // 36 setup and teardown only.
+  std::printf("%dx%dx%d | 128x96 %.1f", p.M, p.N, p.K, run_tiles<128, 7, 0, 3>(p, 15));
+  std::printf(" no-decode %.1f", run_tiles<128, 7, 16, 3>(p, 15));
+  std::printf(" no-wgmma %.1f", run_tiles<128, 7, 2, 3>(p, 15));
+  std::printf(" neither %.1f", run_tiles<128, 7, 18, 3>(p, 15));
+  std::printf(" no-phase0 %.1f", run_tiles<128, 7, 4, 3>(p, 15));
+  std::printf(" no-weight-TMA %.1f", run_tiles<128, 7, 8, 3>(p, 15));
+  std::printf(" empty %.1f", run_tiles<128, 7, 36, 3>(p, 15));
+  if (pair_offered(p, 128, 3)) {
+    std::printf(" | 128x96 pair %.1f", run_pair<0, 128, 7, 3>(p, 15));
+    std::printf(" no-decode %.1f", run_pair<16, 128, 7, 3>(p, 15));
+    std::printf(" no-wgmma %.1f", run_pair<2, 128, 7, 3>(p, 15));
+    std::printf(" no-phase0 %.1f", run_pair<4, 128, 7, 3>(p, 15));
+  }
+  std::printf("\n");
+
   // kProbe bits: 1 no activation TMA (stale tiles; flags still awaited), 8 no weight TMA,
   // 4 no phase 0 and no waits for it, 32 no main loop (with 4: setup and teardown only).
   std::printf("%dx%dx%d | BM256 %.1f", p.M, p.N, p.K, run_tiles<256, 4, 0>(p, 15));
@@ -376,8 +417,8 @@ int mode_silu() {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "time";
   if (mode == "silu") return mode_silu();
-  if (mode != "time" && mode != "timeline" && mode != "ablate") {
-    std::fprintf(stderr, "usage: fused_probe [time|timeline|ablate|silu]\n");
+  if (mode != "time" && mode != "time3" && mode != "timeline" && mode != "ablate") {
+    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|ablate|silu]\n");
     return 2;
   }
   int dev = 0, major = 0;
@@ -421,7 +462,7 @@ int main(int argc, char** argv) {
     p.maps128 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 64);
     p.maps256 = rs::make_rs_maps(a, b1, b2, s1, s2, 256, 64);
     p.maps128x3 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 96);
-    if (mode == "time") mode_time(p);
+    if (mode == "time" || mode == "time3") mode_time(p, mode == "time3");
     if (mode == "timeline") mode_timeline(p);
     if (mode == "ablate") mode_ablate(p);
     for (const void* q : {static_cast<const void*>(a.a), static_cast<const void*>(a.sfa),

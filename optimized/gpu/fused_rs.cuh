@@ -685,7 +685,8 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // 10 the start's packed activation chunks arrived, 11 the first weight stage arrived, 12
   // stream-K: the first unit's partial written and counted, 13 a later unit's main loop done,
   // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's (w < 8)
-  // first main loop done, 24 kernel entry, 29 / 30 the pair's first / second cluster barrier
+  // first main loop done, 24 kernel entry, 25 kEarlyBox: thread 0 has the generation and the
+  // phase-0 batch (its two L2 round trips), 29 / 30 the pair's first / second cluster barrier
   // passed, 31 the epilogue's first consumer barrier passed
   // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
   // puts them after its partials).
@@ -781,6 +782,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
     }
     if (tid == 0) {
       take_batch<true>(args, scratch, batch);
+      if constexpr ((kProbe & 512) != 0) stamp[25] = gtimer();
       mbar_arrive(q_bar);
     }
     mbar_wait(q_bar, 0);
