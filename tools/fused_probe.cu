@@ -15,6 +15,7 @@
 //   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
 //                         median / max over CTAs, µs from the first CTA's end of setup), after a
 //                         memset of 256 MB, a read of 256 MB, or nothing
+//   fused_probe timeline-nw  the same without the weight TMA (timing only: the outputs are wrong)
 //   fused_probe ablate    the 128 x 96 tiles and pairs, the 256-row kernel and its pair with
 //                         stages left out (kProbe bits: no weight decode, no wgmma, no activation
 //                         TMA, no weight TMA, no phase 0, no main loop) — timing only, their
@@ -292,6 +293,8 @@ void mode_time(Problem& p, bool wg3_only) {
   std::printf("\n");
 }
 
+// X: more kProbe bits (8: no weight TMA, to see the start without the weights' traffic).
+template <int X>
 void mode_timeline(Problem& p) {
   float* st = p.a.partials;
   for (Flush f : {Flush::Memset, Flush::Read, Flush::None}) {
@@ -303,24 +306,24 @@ void mode_timeline(Problem& p) {
     const int tiles3 = ((p.M + 127) / 128) * n_tiles(p, 96);
     auto fills = [&](int ctas) { return 4 * ctas >= 3 * p.sms && ctas <= p.sms; };
     if (fills(tiles3)) {
-      run_tiles<128, 7, 512, 3>(p, 1, st);
+      run_tiles<128, 7, 512 | X, 3>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d 128x96, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, tiles3, name);
     } else if (fills(2 * tiles3) && p.K >= 512) {
-      run_pair<512, 128, 7, 3>(p, 1, st);
+      run_pair<512 | X, 128, 7, 3>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d 128x96 pair, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, 2 * tiles3, name);
     } else if (p.M <= 256 && pair_offered(p)) {
-      run_pair<512>(p, 1, st);
+      run_pair<512 | X>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d pair, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, 2 * ((p.M + 255) / 256) * p.a.n_tiles, name);
     } else if (stream_offered(p) && 4 * ((p.M + 255) / 256) * p.a.n_tiles <= 3 * p.sms) {
       const StreamShape s = stream_shape(p);
-      run_stream<512>(p, 1, p.a.partials + s.stamp_offset);
+      run_stream<512 | X>(p, 1, p.a.partials + s.stamp_offset);
       std::snprintf(name, sizeof name, "%dx%dx%d stream-K, flush %s", p.M, p.N, p.K, fl);
       print_stamps(p.a.partials + s.stamp_offset, s.grid, name);
     } else {
-      run_tiles<256, 4, 512>(p, 1, st);
+      run_tiles<256, 4, 512 | X>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d BM256, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, std::min(((p.M + 255) / 256) * p.a.n_tiles, p.sms), name);
     }
@@ -417,8 +420,9 @@ int mode_silu() {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "time";
   if (mode == "silu") return mode_silu();
-  if (mode != "time" && mode != "time3" && mode != "timeline" && mode != "ablate") {
-    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|ablate|silu]\n");
+  if (mode != "time" && mode != "time3" && mode != "timeline" && mode != "timeline-nw" &&
+      mode != "ablate") {
+    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|timeline-nw|ablate|silu]\n");
     return 2;
   }
   int dev = 0, major = 0;
@@ -463,7 +467,8 @@ int main(int argc, char** argv) {
     p.maps256 = rs::make_rs_maps(a, b1, b2, s1, s2, 256, 64);
     p.maps128x3 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 96);
     if (mode == "time" || mode == "time3") mode_time(p, mode == "time3");
-    if (mode == "timeline") mode_timeline(p);
+    if (mode == "timeline") mode_timeline<0>(p);
+    if (mode == "timeline-nw") mode_timeline<8>(p);
     if (mode == "ablate") mode_ablate(p);
     for (const void* q : {static_cast<const void*>(a.a), static_cast<const void*>(a.sfa),
                           static_cast<const void*>(b1), static_cast<const void*>(b2),
