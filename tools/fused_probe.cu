@@ -242,10 +242,13 @@ void print_stamps(const float* at, int grid, const char* name) {
     std::sort(v.begin(), v.end());
     std::printf(" %s %.1f/%.1f/%.1f", e.name, v.front(), v[v.size() / 2], v.back());
   }
-  std::vector<double> setup, skew;  // entry -> end of setup; spread of the warps' main-loop ends
+  std::vector<double> setup, skew, ghz;  // entry -> end of setup; spread of the warps' main-loop
+                                         // ends; SM clock over the first unit's main loop
   for (int b = 0; b < grid; ++b) {
     const unsigned long long* x = &h[32 * b];
     if (x[24] && x[0] >= x[24]) setup.push_back((x[0] - x[24]) * 1e-3);
+    if (x[3] && x[4] > x[3] && x[27] > x[26])
+      ghz.push_back(double(x[27] - x[26]) / double(x[4] - x[3]));
     unsigned long long lo = ~0ull, hi = 0;
     for (int w = 0; w < 8; ++w)
       if (x[16 + w]) lo = std::min(lo, x[16 + w]), hi = std::max(hi, x[16 + w]);
@@ -257,8 +260,8 @@ void print_stamps(const float* at, int grid, const char* name) {
   };
   unsigned long long steals = 0;  // slot 6: phase-0 batches decoded by a producer warp
   for (int b = 0; b < grid; ++b) steals += h[32 * b + 6];
-  std::printf(" | setup %.2f, warp skew %.2f (medians), %llu batches stolen\n", med(setup),
-              med(skew), steals);
+  std::printf(" | setup %.2f, warp skew %.2f, main-loop clock %.3f GHz (medians), %llu batches "
+              "stolen\n", med(setup), med(skew), med(ghz), steals);
 }
 
 void mode_time(Problem& p, bool wg3_only) {

@@ -686,7 +686,8 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // stream-K: the first unit's partial written and counted, 13 a later unit's main loop done,
   // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's (w < 8)
   // first main loop done, 24 kernel entry, 25 kEarlyBox: thread 0 has the generation and the
-  // phase-0 batch (its two L2 round trips), 29 / 30 the pair's first / second cluster barrier
+  // phase-0 batch (its two L2 round trips), 26 / 27 the SM clock (clock64) at 3 and 4, 29 / 30
+  // the pair's first / second cluster barrier
   // passed, 31 the epilogue's first consumer barrier passed
   // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
   // puts them after its partials).
@@ -1067,7 +1068,10 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
         const uint32_t q = it + uint32_t(i);
         mbar_wait(full_bar + 8 * (q % S), (q / S) & 1);
         if constexpr ((kProbe & 512) != 0) {
-          if (tid == 0 && q == 0) stamp[3] = gtimer();
+          if (tid == 0 && q == 0) {
+            stamp[3] = gtimer();
+            stamp[26] = clock64();
+          }
         }
         if constexpr ((kProbe & 2) == 0) {
           const uint64_t desc = sw128_desc(ring + (q % S) * Cfg::kActBytes);
@@ -1104,7 +1108,10 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
       if constexpr ((kProbe & 512) != 0) {
         // each consumer warp (the first 8: slots 16..23; slot 24 is the kernel entry)
         if (lane == 0 && it == 0 && tid < 256) stamp[16 + tid / 32] = gtimer();
-        if (tid == 0 && it == 0) stamp[4] = gtimer();
+        if (tid == 0 && it == 0) {
+          stamp[4] = gtimer();
+          stamp[27] = clock64();
+        }
         if (tid == 0 && it != 0) stamp[13] = gtimer();
       }
       release(empty_bar + 8 * ((it + uint32_t(n - 1)) % S));
