@@ -225,12 +225,12 @@ void print_stamps(const float* at, int grid, const char* name) {
     int slot;
     const char* name;
   };
-  const Ev evs[] = {{24, "entry"}, {25, "q-known"}, {10, "A-arrived"},     {11, "W0-arrived"},   {9, "decoded"},
-                    {14, "ph0-st-issued"}, {15, "ph0-st-done"},  {1, "ph0-published"},
-                    {2, "prod-first-ready"}, {3, "first-wgmma"}, {4, "unit0-done"},
-                    {12, "sk-counted"},    {13, "unit1-done"},   {29, "csync1"},
-                    {30, "csync2"},        {31, "epi-sync"},     {7, "staged"},
-                    {5, "end"}};
+  const Ev evs[] = {{24, "entry"},          {25, "q-known"},      {10, "A-arrived"},
+                    {11, "W0-arrived"},     {9, "decoded"},       {14, "ph0-st-issued"},
+                    {15, "ph0-st-done"},    {1, "ph0-published"}, {2, "prod-first-ready"},
+                    {3, "first-wgmma"},     {4, "unit0-done"},    {12, "sk-counted"},
+                    {13, "unit1-done"},     {29, "csync1"},       {30, "csync2"},
+                    {31, "epi-sync"},       {7, "staged"},        {5, "end"}};
   std::printf("  %s (µs from the first CTA's end of setup: min/median/max over CTAs):", name);
   for (const Ev& e : evs) {
     std::vector<double> v;
@@ -341,8 +341,8 @@ __global__ void empty_kernel(const __grid_constant__ rs::RsMaps, const rs::RsArg
 void mode_ablate(Problem& p) {
   if (p.M == 256 && p.N == 4096) {
     const int big = rs::RsConfig<128, 7, 3>::kSmemBytes;
-    std::printf("empty kernel, 128 CTAs: 512 thr + %d B smem %.1f | 512 thr, no smem %.1f | 128 thr, "
-                "no smem %.1f | 512 thr + smem, clusters of 2 %.1f\n",
+    std::printf("empty kernel, 128 CTAs: 512 thr + %d B smem %.1f | 512 thr, no smem %.1f | "
+                "128 thr, no smem %.1f | 512 thr + smem, clusters of 2 %.1f\n",
                 big, time_launches(empty_kernel, 512, big, 128, 1, p.maps128x3, p.a, p.flush, 15),
                 time_launches(empty_kernel, 512, 0, 128, 1, p.maps128x3, p.a, p.flush, 15),
                 time_launches(empty_kernel, 128, 0, 128, 1, p.maps128x3, p.a, p.flush, 15),

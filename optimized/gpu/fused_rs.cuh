@@ -687,8 +687,8 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // 14 / 15 the local start's TMA stores issued / complete, 16 + w consumer warp w's (w < 8)
   // first main loop done, 24 kernel entry, 25 kEarlyBox: thread 0 has the generation and the
   // phase-0 batch (its two L2 round trips), 26 / 27 the SM clock (clock64) at 3 and 4, 29 / 30
-  // the pair's first / second cluster barrier
-  // passed, 31 the epilogue's first consumer barrier passed
+  // the pair's first / second cluster barrier passed, 31 the epilogue's first consumer barrier
+  // passed
   // (with split-K the stamps and the partials share the workspace: probe splits == 1; stream-K
   // puts them after its partials).
   unsigned long long* const stamp =
