@@ -16,6 +16,7 @@
 //                         median / max over CTAs, µs from the first CTA's end of setup), after a
 //                         memset of 256 MB, a read of 256 MB, or nothing
 //   fused_probe timeline-nw  the same without the weight TMA (timing only: the outputs are wrong)
+//   fused_probe timeline-np  the same without phase 0 and its waits (timing only, as above)
 //   fused_probe ablate    the 128 x 96 tiles and pairs, the 256-row kernel and its pair with
 //                         stages left out (kProbe bits: no weight decode, no wgmma, no activation
 //                         TMA, no weight TMA, no phase 0, no main loop) — timing only, their
@@ -296,7 +297,8 @@ void mode_time(Problem& p, bool wg3_only) {
   std::printf("\n");
 }
 
-// X: more kProbe bits (8: no weight TMA, to see the start without the weights' traffic).
+// X: more kProbe bits (8: no weight TMA, to see the start without the weights' traffic; 4: no
+// phase 0, to see where its cost falls).
 template <int X>
 void mode_timeline(Problem& p) {
   float* st = p.a.partials;
@@ -350,19 +352,24 @@ void mode_ablate(Problem& p) {
   }
   // The 128 x 96 tiles (and their pairs where offered) with stages left out: kProbe 16 no weight
   // decode (the packed bytes go to wgmma), 2 no wgmma, 18 neither, 4 no phase 0, 8 no weight TMA,
-  // 36 setup and teardown only.
+  // 1 no activation TMA, 9 no TMA in the main loop, 5 no phase 0 and no activation TMA, 36 setup
+  // and teardown only.
   std::printf("%dx%dx%d | 128x96 %.1f", p.M, p.N, p.K, run_tiles<128, 7, 0, 3>(p, 15));
   std::printf(" no-decode %.1f", run_tiles<128, 7, 16, 3>(p, 15));
   std::printf(" no-wgmma %.1f", run_tiles<128, 7, 2, 3>(p, 15));
   std::printf(" neither %.1f", run_tiles<128, 7, 18, 3>(p, 15));
   std::printf(" no-phase0 %.1f", run_tiles<128, 7, 4, 3>(p, 15));
   std::printf(" no-weight-TMA %.1f", run_tiles<128, 7, 8, 3>(p, 15));
+  std::printf(" no-act-TMA %.1f", run_tiles<128, 7, 1, 3>(p, 15));
+  std::printf(" no-TMA %.1f", run_tiles<128, 7, 9, 3>(p, 15));
+  std::printf(" no-phase0-no-act %.1f", run_tiles<128, 7, 5, 3>(p, 15));
   std::printf(" empty %.1f", run_tiles<128, 7, 36, 3>(p, 15));
   if (pair_offered(p, 128, 3)) {
     std::printf(" | 128x96 pair %.1f", run_pair<0, 128, 7, 3>(p, 15));
     std::printf(" no-decode %.1f", run_pair<16, 128, 7, 3>(p, 15));
     std::printf(" no-wgmma %.1f", run_pair<2, 128, 7, 3>(p, 15));
     std::printf(" no-phase0 %.1f", run_pair<4, 128, 7, 3>(p, 15));
+    std::printf(" no-act-TMA %.1f", run_pair<1, 128, 7, 3>(p, 15));
   }
   std::printf("\n");
 
@@ -424,8 +431,9 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "time";
   if (mode == "silu") return mode_silu();
   if (mode != "time" && mode != "time3" && mode != "timeline" && mode != "timeline-nw" &&
-      mode != "ablate") {
-    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|timeline-nw|ablate|silu]\n");
+      mode != "timeline-np" && mode != "ablate") {
+    std::fprintf(stderr,
+                 "usage: fused_probe [time|time3|timeline|timeline-nw|timeline-np|ablate|silu]\n");
     return 2;
   }
   int dev = 0, major = 0;
@@ -447,6 +455,10 @@ int main(int argc, char** argv) {
     p.flush = flush;
     rs::RsArgs& a = p.a;
     a.a = upload_random(size_t(p.M) * p.K / 2, g, false);
+    // NVFP4_PROBE_ZERO_A=1: all activations zero (the same work on zero operands; the SM clock
+    // under the power limit depends on the operands' bits, FUSED_NOTES v5i).
+    if (const char* z = std::getenv("NVFP4_PROBE_ZERO_A"); z && std::string(z) == "1")
+      CK(cudaMemset(const_cast<uint8_t*>(a.a), 0, size_t(p.M) * p.K / 2));
     a.sfa = upload_random(size_t(p.M) * p.K / 16, g, true);
     const uint8_t* b1 = upload_random(size_t(p.N) * p.K / 2, g, false);
     const uint8_t* b2 = upload_random(size_t(p.N) * p.K / 2, g, false);
@@ -472,6 +484,7 @@ int main(int argc, char** argv) {
     if (mode == "time" || mode == "time3") mode_time(p, mode == "time3");
     if (mode == "timeline") mode_timeline<0>(p);
     if (mode == "timeline-nw") mode_timeline<8>(p);
+    if (mode == "timeline-np") mode_timeline<4>(p);
     if (mode == "ablate") mode_ablate(p);
     for (const void* q : {static_cast<const void*>(a.a), static_cast<const void*>(a.sfa),
                           static_cast<const void*>(b1), static_cast<const void*>(b2),
