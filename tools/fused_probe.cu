@@ -25,6 +25,9 @@
 //   fused_probe silu      the epilogue's silu·mul against the IEEE division on 80 001 points of
 //                         [-100, 100] and the special values
 //
+// NVFP4_PROBE_ZERO_A=1 makes every activation zero (same kernels, same work): the main loops'
+// clock under the power limit depends on the operands (FUSED_NOTES v5i).
+//
 // Build: `cmake --build build --target fused_probe` (with CUDA); run on the GPU machine. Measured
 // numbers belong in FUSED_NOTES.md with the device and date, as every other measurement.
 #include <algorithm>
