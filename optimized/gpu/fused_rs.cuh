@@ -614,6 +614,9 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   constexpr int kNT = Cfg::kNT, kConsumers = Cfg::kConsumers;
   using namespace detail2;
   static_assert(!kStream || (BM == 256 && WG == 2), "stream-K is for 256-row tiles");
+  // (Without the main loop the pair's consumers never reach the cluster barriers its producers
+  // wait at: a probe build with both hung on the H100, FUSED_NOTES v5j.)
+  static_assert(!kPair || (kProbe & 32) == 0, "kProbe bit 5 (no main loop) is not for the pair");
   // The 256-row tiles and the 128 x 96 tiles and pairs (not the 256-row pairs) issue their local
   // start's first load without waiting for the queue's atomic (see after the setup); the others
   // take the queue in the setup. (The 256-row pair measured slower with it in the harness's bench,
