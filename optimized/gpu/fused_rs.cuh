@@ -617,14 +617,13 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // (Without the main loop the pair's consumers never reach the cluster barriers its producers
   // wait at: a probe build with both hung on the H100, FUSED_NOTES v5j.)
   static_assert(!kPair || (kProbe & 32) == 0, "kProbe bit 5 (no main loop) is not for the pair");
-  // The 256-row tiles and the 128 x 96 tiles and pairs (not the 256-row pairs) issue their local
-  // start's first load without waiting for the queue's atomic (see after the setup); the others
-  // take the queue in the setup. (The 256-row pair measured slower with it in the harness's bench,
-  // +0.6 to +1.1 us, though faster in the probe; FUSED_NOTES v5f. The 128 x 96 tiles: -0.7 us in
-  // the probe at 512x3072x7168; their pairs: -0.5 to -0.9 us in the harness's bench at
-  // 256x3072x4096, v5g.)
-  constexpr bool kEarlyBox =
-      (BM == 256 || WG == 3) && !kStream && (!kPair || WG == 3) && (kProbe & 4) == 0;
+  // The 256-row tiles and pairs and the 128 x 96 tiles and pairs issue their local start's first
+  // load without waiting for the queue's atomic (see after the setup); the others take the queue
+  // in the setup. (The 128 x 96 tiles: -0.7 us in the probe at 512x3072x7168; their pairs: -0.5
+  // to -0.9 us in the harness's bench at 256x3072x4096, v5g. The 256-row pair: -1.2 us in the
+  // probe at 256x4096x7168 and the harness's bench below, v5j; it had measured slower in the bench
+  // before the end-of-launch count moved off the exit path, v5f.)
+  constexpr bool kEarlyBox = (BM == 256 || WG == 3) && !kStream && (kProbe & 4) == 0;
   // The local start (decode_start): the 256-row tiles and pairs and the 128 x 96 ones, not
   // stream-K or the 128 x 64 tiles (FUSED_NOTES v5d, v5g).
   constexpr bool kLocalStart = (BM == 256 || WG == 3) && !kStream;
