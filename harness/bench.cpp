@@ -18,7 +18,7 @@
 // reported: "b2b", the mean of back-to-back calls between one event pair with no flush (the GPU
 // MODE style, where launch overhead overlaps the previous call).
 // TFLOP/s = 4*M*N*K*L / median; % of peak uses an 8192^3 bf16 cuBLASLt GEMM timed in the same run.
-// torch.compile figures are quoted from ../shared/GPU.md (PyTorch 2.11, same H100 model, measured
+// torch.compile figures are quoted from docs/gpu-target.md (PyTorch 2.11, same H100 model, measured
 // 2026-11-20 by the project), not measured here; the JSON says so.
 #include "bench.hpp"
 
@@ -230,7 +230,7 @@ double quick_median(gpu::GpuPlan& gp, const std::function<void()>& call, int rep
   return median_of(t);
 }
 
-// torch.compile (default mode) medians on the H100, from ../shared/GPU.md (not measured here).
+// torch.compile (default mode) medians on the H100, from docs/gpu-target.md (not measured here).
 double torch_compile_us(const Shape& s) {
   static const std::map<std::string, double> table = {{"256x4096x7168", 197},
                                                       {"512x4096x7168", 188},
@@ -569,7 +569,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
 
   // ---- summary table ----
   std::printf("\nSummary (medians of L2-flushed calls; x-yard = time / cuBLASLt GEMM alone, graph "
-              "vs graph; torch.compile figures from ../shared/GPU.md)\n");
+              "vs graph; torch.compile figures from docs/gpu-target.md)\n");
   std::printf("%-15s %-22s %6s %9s %9s %8s %7s %7s %8s %8s\n", "shape", "combo", "result",
               "median_us", "b2b_us", "TFLOP/s", "%peak", "x-yard", "x-torchc", "tune_s");
   auto print_row = [&](const Shape& shape, const Row& r, double yard) {
@@ -621,7 +621,7 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
     j.key("seed").value(seed);
     j.key("flops").value("4*M*N*K*L per call");
     j.key("per_call").value("gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init");
-    j.key("torch_compile_source").value("../shared/GPU.md (PyTorch 2.11 default mode, not this run)");
+    j.key("torch_compile_source").value("docs/gpu-target.md (PyTorch 2.11 default mode, not this run)");
     j.end_object();
     j.key("context_s").value(context_s);
     j.key("peak_bf16_tflops").value(peak * 1e-12);

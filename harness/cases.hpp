@@ -1,7 +1,7 @@
 // cases.hpp — what a trial's inputs are, and the parent's cache of exact references.
 //
-// A case is either generated (shape, distribution, seed: DESIGN §4, reference/distributions.hpp)
-// or loaded from a case directory (DESIGN §1). Children rebuild the same bytes from the CaseSpec;
+// A case is either generated (shape, distribution, seed: docs/design.md §4, reference/distributions.hpp)
+// or loaded from a case directory (docs/design.md §1). Children rebuild the same bytes from the CaseSpec;
 // the parent computes the exact reference (with abs sums, for the tolerance) once per case and
 // keeps it in a least-recently-used cache with a byte budget.
 #pragma once

@@ -1,4 +1,4 @@
-// compare.hpp — how an output is judged against the exact reference (DESIGN §2, §4).
+// compare.hpp — how an output is judged against the exact reference (docs/design.md §2, §4).
 //
 // Owns: the fp16 ordered-integer line and ULP distance, the derived per-element tolerance, the
 // per-trial metrics (max abs/rel error, ULP histogram, elements over tolerance with the worst

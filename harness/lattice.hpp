@@ -1,4 +1,4 @@
-// lattice.hpp — staged isolation and bisection over the registry's optimizations (DESIGN §4).
+// lattice.hpp — staged isolation and bisection over the registry's optimizations (docs/design.md §4).
 //
 // The combinations of a backend are every subset of its registered optimizations except those
 // holding two variants (which replace the same base kernel). `--verify all` runs them level by

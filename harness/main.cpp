@@ -1,4 +1,4 @@
-// main.cpp — the harness CLI (DESIGN §4). The only place that prints usage and maps outcomes to
+// main.cpp — the harness CLI (docs/design.md §4). The only place that prints usage and maps outcomes to
 // exit codes:
 //   0    everything that ran passed
 //   1    a verification failure (FAIL, ERROR, CRASH, TIMEOUT, BLOCKED; a bisect found a culprit)

@@ -1,6 +1,6 @@
 // suite.hpp — the embedded default suite of `harness --verify all` and its narrowing options.
 //
-// Every backend gets the DESIGN §4 distributions (normal, uniform, edge, gpumode, ones, identity)
+// Every backend gets the docs/design.md §4 distributions (normal, uniform, edge, gpumode, ones, identity)
 // on small and ragged shapes (M, N not multiples of anything; L = 2), plus long-K shapes for the
 // accumulation bound (K = 4096, and the GPU MODE K = 7168 at a CPU-affordable M, N). The gpu backend also gets the four GPU MODE benchmark shapes (seed 1111, as
 // the competition uses). The cpu suite is kept small enough that the whole CPU lattice runs in well

@@ -1,4 +1,4 @@
-// autotune.cpp — the "autotune" optimization (DESIGN §3), one generic wrapper for every backend.
+// autotune.cpp — the "autotune" optimization (docs/design.md §3), one generic wrapper for every backend.
 //
 // Stage tune: for each candidate configuration the wrapped plan offers (Plan::candidates(), e.g.
 // cuBLASLt algorithms, fused tile configs, CPU block sizes) it selects it, makes one warm call,

@@ -1,4 +1,4 @@
-// registry.hpp — backends, optimizations and combinations (DESIGN §3).
+// registry.hpp — backends, optimizations and combinations (docs/design.md §3).
 //
 // A backend ("cpu", "gpu") provides the plain path. An optimization is a named, independent
 // toggle registered for one backend by one source file (its name is its CLI token, its file

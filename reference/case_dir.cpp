@@ -1,4 +1,4 @@
-// case_dir.cpp — case directories of .npy files <-> Problem (see case_dir.hpp, DESIGN §1).
+// case_dir.cpp — case directories of .npy files <-> Problem (see case_dir.hpp, docs/design.md §1).
 //
 // Files and shapes (batch-first; 2-D means L = 1; with batch_last the 3-D files are (rows, cols, L)):
 //   a.npy (L, M, K/2)  b1.npy, b2.npy (L, N, K/2)  sfa.npy (L, M, K/16)  sfb1.npy, sfb2.npy (L, N, K/16)

@@ -1,4 +1,4 @@
-// case_dir.hpp — the on-disk interchange: a directory of .npy files (DESIGN §1).
+// case_dir.hpp — the on-disk interchange: a directory of .npy files (docs/design.md §1).
 //
 //   a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy   uint8, shapes (L, rows, K/2) and (L, rows, K/16)
 //                                                   (2-D arrays mean L = 1)

@@ -1,4 +1,4 @@
-// distributions.hpp — named, seeded input generators (DESIGN §4). Same (shape, name, seed) gives
+// distributions.hpp — named, seeded input generators (docs/design.md §4). Same (shape, name, seed) gives
 // the same bytes on every machine (the generator is specified here, not the C++ library's).
 //
 //   normal    realistic: N(0, sigma^2) data quantized to NVFP4 with block scale E4M3(amax/6),

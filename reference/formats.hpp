@@ -1,4 +1,4 @@
-// formats.hpp — the bit-level facts of NVFP4, defined once for the whole project (DESIGN §1).
+// formats.hpp — the bit-level facts of NVFP4, defined once for the whole project (docs/design.md §1).
 //
 // E2M1 (FP4): sign in bit 3; magnitude codes 0..7 -> 0, 0.5, 1, 1.5, 2, 3, 4, 6. Code 8 is -0.
 //   No inf, no NaN. Two codes per byte: element 2j in the LOW nibble of byte j, 2j+1 in the high one.

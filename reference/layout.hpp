@@ -1,4 +1,4 @@
-// layout.hpp — the two E4M3 scale layouts and batch-order transposes (DESIGN §1).
+// layout.hpp — the two E4M3 scale layouts and batch-order transposes (docs/design.md §1).
 //
 // Plain layout: (L, rows, cols) bytes, C order, cols = K/16 (one scale per 16 K elements).
 // Blocked ("128x4 tiled", "swizzled") layout used by cuBLASLt and CUTLASS/CuTe on Blackwell:

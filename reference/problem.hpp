@@ -1,4 +1,4 @@
-// problem.hpp — one instance of the dual GEMM: shapes and the raw NVFP4 bytes (DESIGN §1).
+// problem.hpp — one instance of the dual GEMM: shapes and the raw NVFP4 bytes (docs/design.md §1).
 //
 // Per batch index l in [0, L):
 //   A      (L, M, K/2) bytes, packed E2M1, element 2j in the low nibble of byte j

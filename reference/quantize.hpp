@@ -1,5 +1,5 @@
 // quantize.hpp — float data -> NVFP4 (packed E2M1 codes + E4M3FN block scales), and the two
-// encoders it uses (DESIGN §1 formats; the decoders live in formats.hpp).
+// encoders it uses (docs/design.md §1 formats; the decoders live in formats.hpp).
 //
 // Layouts: data is (rows, K) row-major floats; the result is packed E2M1 (rows, K/2) bytes with
 // element 2j in the LOW nibble of byte j, and E4M3FN scales (rows, K/16) in the plain layout.

@@ -1,4 +1,4 @@
-// reference.cpp — the exact CPU reference (DESIGN §2): G = A*B1^T, U = A*B2^T exactly, and
+// reference.cpp — the exact CPU reference (docs/design.md §2): G = A*B1^T, U = A*B2^T exactly, and
 // C = fp16_rne(silu(alpha1*G) * (alpha2*U)) from them.
 //
 // Layouts (problem.hpp): A (L, M, K/2) packed E2M1, element 2j in the low nibble of byte j;

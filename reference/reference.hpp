@@ -1,4 +1,4 @@
-// reference.hpp — the exact CPU reference (DESIGN §2). The only component called "reference".
+// reference.hpp — the exact CPU reference (docs/design.md §2). The only component called "reference".
 //
 // Every decoded product a*sa*b*sb is an integer multiple of 2^-20 below 2^23 in magnitude, so
 // G = A*B1^T and U = A*B2^T are computed exactly (double sums certified by a bound on sum|terms|,

@@ -1,4 +1,4 @@
-// fused_probe.cu — the timing probe behind optimized/gpu/FUSED_NOTES.md (not part of the product).
+// fused_probe.cu — the timing probe behind docs/fused-kernel.md (not part of the product).
 //
 // Launches the v5 kernels of optimized/gpu/fused_rs.cuh directly on random packed data of the four
 // benchmark shapes, each launch timed alone with one CUDA-event pair after a 256 MB write that
@@ -26,10 +26,10 @@
 //                         [-100, 100] and the special values
 //
 // NVFP4_PROBE_ZERO_A=1 makes every activation zero (same kernels, same work): the main loops'
-// clock under the power limit depends on the operands (FUSED_NOTES v5i).
+// clock under the power limit depends on the operands (docs/fused-kernel.md v5i).
 //
 // Build: `cmake --build build --target fused_probe` (with CUDA); run on the GPU machine. Measured
-// numbers belong in FUSED_NOTES.md with the device and date, as every other measurement.
+// numbers belong in docs/fused-kernel.md with the device and date, as every other measurement.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -459,7 +459,7 @@ int main(int argc, char** argv) {
     rs::RsArgs& a = p.a;
     a.a = upload_random(size_t(p.M) * p.K / 2, g, false);
     // NVFP4_PROBE_ZERO_A=1: all activations zero (the same work on zero operands; the SM clock
-    // under the power limit depends on the operands' bits, FUSED_NOTES v5i).
+    // under the power limit depends on the operands' bits, docs/fused-kernel.md v5i).
     if (const char* z = std::getenv("NVFP4_PROBE_ZERO_A"); z && std::string(z) == "1")
       CK(cudaMemset(const_cast<uint8_t*>(a.a), 0, size_t(p.M) * p.K / 2));
     a.sfa = upload_random(size_t(p.M) * p.K / 16, g, true);

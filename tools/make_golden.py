@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_golden.py — writes the small golden cases in data/golden/ (see data/README.md).
 
-Each case is a case directory (DESIGN §1): a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy (uint8,
+Each case is a case directory (docs/design.md §1): a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy (uint8,
 (L, rows, K/2) and (L, rows, K/16), 2-D when L = 1), plus
   g.npy, u.npy  float64 (L, M, N) [or (M, N)]: A*B1^T and A*B2^T, exact
   c.npy         float16: fp16_rne(silu(G) * U), alpha1 = alpha2 = 1

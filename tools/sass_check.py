@@ -9,7 +9,7 @@ holds all of its HGMMA instructions. For the v5 kernels (fused_rs_kernel, optimi
 the loop must hold 8 HGMMA (two k-stages of four) and no R2UR or WARPSYNC: when ptxas cannot keep
 the loop's counters in uniform registers, it re-reads every wgmma descriptor and barrier address
 through R2UR behind a WARPSYNC.ALL, with the same source and the same results, and the loop runs
-slower (+4.7 us at 512x4096x7168, FUSED_NOTES.md v5f) — no correctness test can see it.
+slower (+4.7 us at 512x4096x7168, docs/fused-kernel.md v5f) — no correctness test can see it.
 --all also lists the other HGMMA kernels (v3), which are reported, not checked.
 
 The loop is the address range from a backward branch's target to the branch; blocks the loop

@@ -1,6 +1,6 @@
 // decode.cuh — the device-side NVFP4 decoder: packed E2M1 codes times E4M3FN block scales to bf16.
 //
-// Written from the format definitions (DESIGN §1), independently of the CPU decoder in
+// Written from the format definitions (docs/design.md §1), independently of the CPU decoder in
 // reference/formats.cpp; tests/gpu/test_decode.cu compares the two over all 16 x 256 (code,
 // scale) pairs.
 //   E2M1 code c (bit 3 = sign): magnitude 0, 0.5, 1, 1.5, 2, 3, 4, 6 for c & 7 = 0..7.

@@ -2,7 +2,7 @@
 // decode + cuBLASLt GEMM + epilogue kernels by ONE kernel, fused_kernel.cuh).
 //
 // Per call: one launch of the fused kernel on the GpuPlan's stream, reading
-// the packed FP4 bytes and E4M3 scales (plain layout, DESIGN §1) uploaded at init and writing the
+// the packed FP4 bytes and E4M3 scales (plain layout, docs/design.md §1) uploaded at init and writing the
 // fp16 output C once. Nothing is decoded ahead of time: A, B1 and B2 are decoded inside the kernel
 // on every call.
 //
@@ -11,7 +11,7 @@
 //     activations decoded once per call in the kernel's phase 0 into a workspace; tile BM x 64
 //     (BM = activation rows = wgmma N; BM x 96 with three consumer warpgroups), persistent grid;
 //     candidates: BM = 128 with split-K 1, plus 2..4 where the tiles fill less than half the SMs
-//     (split-K measured slower on every benchmark shape, FUSED_NOTES.md v5), BM = 256 (no
+//     (split-K measured slower on every benchmark shape, docs/fused-kernel.md v5), BM = 256 (no
 //     split-K) where M > 128, BM = 256 split-K pairs (2-CTA clusters) where twice its tiles fit
 //     on the SMs (an autotune candidate at first, the default since session 5), BM = 256
 //     stream-K over all SMs where its tiles leave SMs idle, and 128 x 96 tiles (three consumer
@@ -47,7 +47,7 @@ namespace {
 constexpr int kTileWidths[] = {32, 48, 64, 96, 128};
 constexpr int kTileCount = int(sizeof(kTileWidths) / sizeof(kTileWidths[0]));
 // The decoder the TMA kernel uses unless autotune picks the other: the cvt decoder measured
-// 6-12% faster than the integer one on the four benchmark shapes (FUSED_NOTES.md, v3).
+// 6-12% faster than the integer one on the four benchmark shapes (docs/fused-kernel.md, v3).
 constexpr bool kDefaultIntDecode = false;
 
 using fused::KernelArgs;
@@ -412,13 +412,13 @@ class FusedPlan final : public GpuPlan {
  private:
   // The default: v5 without split-K (TMA path), with the tile height of fewer estimated waves:
   // cost = ceil(tiles / SMs) * (1 for BM = 128, 1.5 for BM = 256: the measured main-loop time of
-  // one BM = 256 tile over one BM = 128 tile, FUSED_NOTES v5b); ties go to BM = 128. Else v3
+  // one BM = 256 tile over one BM = 128 tile, docs/fused-kernel.md v5b); ties go to BM = 128. Else v3
   // with default_tile() and the cvt decoder (see the header).
   // When that is BM = 256 and its tiles leave at least a quarter of the SMs idle, stream-K over
-  // all SMs (512x3072x7168: 96 tiles on 132 SMs, 91 -> 80 us in the probe, FUSED_NOTES v5c).
+  // all SMs (512x3072x7168: 96 tiles on 132 SMs, 91 -> 80 us in the probe, docs/fused-kernel.md v5c).
   // Before all of these: the 128 x 96 tiles (three consumer warpgroups) where they alone, or
   // else their split-K pairs, fill between three quarters of the SMs and all of them in one wave
-  // (harness bench alternated with the previous default, FUSED_NOTES v5g: 512x3072x7168 75.5 us
+  // (harness bench alternated with the previous default, docs/fused-kernel.md v5g: 512x3072x7168 75.5 us
   // against 80.4 for stream-K; the pairs at 256x3072x4096 33.6 against 35.8 for the 256-row
   // pairs, before their early box). Their stages run slower than the 256-row ones per
   // multiply-add (the weight decode is shared by half the rows), so they pay only where the

@@ -2,7 +2,7 @@
 //
 //   C[l] = fp16_rn( silu(alpha1 * A[l]·B1[l]^T) * (alpha2 * A[l]·B2[l]^T) )
 //
-// Inputs as in DESIGN §1 / reference/problem.hpp, read straight from global memory:
+// Inputs as in docs/design.md §1 / reference/problem.hpp, read straight from global memory:
 //   A (L, M, K/2) packed E2M1 (element 2j in the low nibble of byte j), SFA (L, M, K/16) E4M3;
 //   B1, B2 (L, N, K/2), SFB1, SFB2 (L, N, K/16); C (L, M, N) fp16.
 //

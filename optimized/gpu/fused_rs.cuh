@@ -3,7 +3,7 @@
 //
 //   C[l] = fp16_rn( silu(alpha1 * A[l]·B1[l]^T) * (alpha2 * A[l]·B2[l]^T) )
 //
-// Why this shape of kernel (FUSED_NOTES.md, v3/v4 and v5): in the v3 kernel the warps that issue
+// Why this shape of kernel (docs/fused-kernel.md, v3/v4 and v5): in the v3 kernel the warps that issue
 // wgmma also decode both operands into shared memory, and every 64-wide K stage ends with a proxy
 // fence and a CTA barrier; even with the decode removed it ran at ~49% of the tensor peak. Here
 // the tensor-core warps never wait on a shared-memory decode:
@@ -23,16 +23,16 @@
 //   whatever the number of co-resident CTAs.
 // * Phase 0's loads by TMA: a CTA's packed activation rows (32 bytes and the scale bytes of each
 //   of BM rows per 64-K chunk) arrive by two TMA boxes per chunk instead of per-thread loads,
-//   which took 5-10 us at the start (FUSED_NOTES v5d).
+//   which took 5-10 us at the start (docs/fused-kernel.md v5d).
 // * Local start (256-row tiles, 128 x 96 tiles and their pairs; not stream-K, not the 128 x 64
 //   tiles): where a CTA's phase-0 batch fits beside them, its consumers decode the first
 //   activation stages of their first unit themselves, straight into the ring, and the batch into
 //   the remaining slots and the epilogue staging tile; the fourth producer warp writes the batch
 //   with TMA stores and publishes it. The first stages
-//   then wait for no other CTA's phase 0 (decode_start; FUSED_NOTES v5d: with 256-row tiles at
+//   then wait for no other CTA's phase 0 (decode_start; docs/fused-kernel.md v5d: with 256-row tiles at
 //   M = 512, 92.7 -> 87.0 us together with the TMA loads, the pair at 256x4096x7168 55.1 -> 53.4;
 //   slower with 128 x 64 tiles and with stream-K, where it is off; the 128 x 96 tiles gained
-//   2.5 us at 512x3072x7168, FUSED_NOTES v5g). The 256-row tiles and the 128 x 96 tiles and pairs
+//   2.5 us at 512x3072x7168, docs/fused-kernel.md v5g). The 256-row tiles and the 128 x 96 tiles and pairs
 //   issue the local stages' load while the queue's atomic is in flight (kEarlyBox, v5f, v5g).
 // * Fragment rows: warp w of consumer warpgroup wg holds rows 16w+g (B1 row n0+32wg+8w+g) and
 //   16w+g+8 (B2 row of the same n), g = lane/4; so accumulator elements d[4j+e] (G) and d[4j+2+e]
@@ -113,12 +113,12 @@ constexpr int kBK = 64;
 // Shared memory: an activation ring of S stages (64 K each: BM rows x 128 bytes, 128B swizzle)
 // and a weight ring of WS stages (256 K each: kNT rows x 128 packed bytes of B1 and of B2, 128B
 // swizzle, plus kNT rows x 16 scale bytes of each), so that every TMA row is a whole 128-byte line
-// or a scale row read exactly once (narrow boxes cost TMA issue time per row, FUSED_NOTES v5).
+// or a scale row read exactly once (narrow boxes cost TMA issue time per row, docs/fused-kernel.md v5).
 //
 // WG consumer warpgroups (2, or 3 with BM = 128): each owns 32 columns of C (64 weight rows), so
 // a tile is BM x 32*WG. Three make 128 x 96 tiles: at 512x3072x7168 those are 128 tiles for 132
 // SMs (the 256 x 64 tiles are 96, and stream-K pays for its partials), at 256x3072x4096 their
-// split-K pairs are 128 CTAs (the 256-row pairs 96) — FUSED_NOTES v5g.
+// split-K pairs are 128 CTAs (the 256-row pairs 96) — docs/fused-kernel.md v5g.
 // Register split (setmaxnreg): ptxas compiles the whole kernel within what the launch gives each
 // thread, 65536 / threads rounded down to 8 with every SM sub-partition's 16K registers shared
 // by its warps: 168 for 384 threads, 128 for 512. The producer warpgroup then gives some back and
@@ -211,7 +211,7 @@ __device__ __forceinline__ uint32_t scale64(uint32_t b) {
 // Here q = x / d, d = 1 + expf(-x) in [1, inf], is rcp.approx plus one FMA correction step.
 // For -88.7 < x < -87.3, 1/d is subnormal: rcp.approx.ftz returned 0 there (test_fused's
 // comparison with the IEEE division caught it), and the non-ftz rcp costs a slow-path check
-// (+1.2-1.6 us at BM = 256, FUSED_NOTES v5b); so the ftz reciprocal is taken of d * 2^-32
+// (+1.2-1.6 us at BM = 256, docs/fused-kernel.md v5b); so the ftz reciprocal is taken of d * 2^-32
 // (normal for every finite d >= 1) and scaled back by an exact-or-subnormal multiply:
 // with r = (1 + e1) / d, |e1| <= 2^-23 (a few ulp more where r is subnormal, x < -87.3: the
 // correction step multiplies the error by e1 again), the residual x - d*q0 is formed by one FMA and
@@ -369,7 +369,7 @@ __device__ __forceinline__ void bulk_wait() {  // the stores are complete
 // and 16 scale bytes (from K block kb & ~3: a box starts 16-byte aligned in its row) of BM rows,
 // into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
 // `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
-// each row block its own 128-byte line, took 5-10 us to arrive at the start; FUSED_NOTES v5d.)
+// each row block its own 128-byte line, took 5-10 us to arrive at the start; docs/fused-kernel.md v5d.)
 // The local start's box pair (144 * BM bytes at `ring`, counted on `bar` by the caller): the
 // packed bytes of K blocks kb0 .. kb0 + 3 (kb0 % 4 == 0) of BM rows as one 128-byte-wide,
 // 128B-swizzled box (map pa4), and their scale bytes.
@@ -513,7 +513,7 @@ __device__ void decode_start(const RsArgs& a, const RsMaps& maps, int l0, int mt
   const int nc = nl + nb, items = nc * BM;
   // The local stages (K blocks kb0 .. kb0 + 3 of the first unit, kb0 % 4 == 0) as one
   // 128-byte-wide box and one scale box at `ring`: a TMA box costs per row, and 4 narrow chunks
-  // took 4x the rows (FUSED_NOTES v5e); kBoxIssued: the kernel has issued them on `bar` (their
+  // took 4x the rows (docs/fused-kernel.md v5e); kBoxIssued: the kernel has issued them on `bar` (their
   // bytes counted, not arrived) while thread 0 took the batch from the queue. The batch's chunks
   // after them (fetch_chunks' layout), with the arrival.
   const uint32_t batch_pk = ring + 144u * BM;
@@ -615,7 +615,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   using namespace detail2;
   static_assert(!kStream || (BM == 256 && WG == 2), "stream-K is for 256-row tiles");
   // (Without the main loop the pair's consumers never reach the cluster barriers its producers
-  // wait at: a probe build with both hung on the H100, FUSED_NOTES v5j.)
+  // wait at: a probe build with both hung on the H100, docs/fused-kernel.md v5j.)
   static_assert(!kPair || (kProbe & 32) == 0, "kProbe bit 5 (no main loop) is not for the pair");
   // The 256-row tiles and pairs and the 128 x 96 tiles and pairs issue their local start's first
   // load without waiting for the queue's atomic (see after the setup); the others take the queue
@@ -625,7 +625,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
   // before the end-of-launch count moved off the exit path, v5f.)
   constexpr bool kEarlyBox = (BM == 256 || WG == 3) && !kStream && (kProbe & 4) == 0;
   // The local start (decode_start): the 256-row tiles and pairs and the 128 x 96 ones, not
-  // stream-K or the 128 x 64 tiles (FUSED_NOTES v5d, v5g).
+  // stream-K or the 128 x 64 tiles (docs/fused-kernel.md v5d, v5g).
   constexpr bool kLocalStart = (BM == 256 || WG == 3) && !kStream;
   extern __shared__ __align__(1024) uint8_t smem[];
   if constexpr (kPair) {  // one unit per CTA, or the cluster barriers below would not match
@@ -771,7 +771,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
     // thread, outside the branches. With them computed inside, ptxas compiled the consumers' main
     // loop with its counters in vector registers, every wgmma descriptor and barrier address
     // moved through R2UR behind a WARPSYNC (cuobjdump): +4.7 us at 512x4096x7168 with unchanged
-    // main-loop source, FUSED_NOTES v5f.)
+    // main-loop source, docs/fused-kernel.md v5f.)
     int l_0, mt_0, nt_0, split_0, kb0_0, kb1_0;
     unit_of(first_u, l_0, mt_0, nt_0, split_0, kb0_0, kb1_0);
     if (tid == 32) {
@@ -819,7 +819,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
           // for its first WS weight stages at once (7 MB at 128 CTAs, behind a dirty L2), and
           // the first wgmma waits for the first stage only. The pair measured -0.9 us at
           // 256x4096x7168 and 256x3072x4096, the others unchanged; waiting for every
-          // predecessor was no better (FUSED_NOTES v5f).
+          // predecessor was no better (docs/fused-kernel.md v5f).
           if (wit == 1) mbar_wait(wfull_bar, 0);
           const uint32_t wfull = wfull_bar + 8 * ws;
           const uint32_t wst = wring + ws * Cfg::kWStageBytes;
@@ -907,7 +907,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
       // any more; the next launch (same stream) starts after this one ends. Done here, by a warp
       // that is idle from now on, instead of after the epilogue: there the fence and the
       // contended atomic were on every CTA's path to its exit, -0.9 to -1.4 us on every default
-      // kernel (FUSED_NOTES v5j).
+      // kernel (docs/fused-kernel.md v5j).
       if (lane == 0) {
         __threadfence();
         const uint32_t old = atomicAdd(&args.sync->done_ctas, 1u);
@@ -1017,7 +1017,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
         // Decoded into the (still unused) activation ring, written by TMA stores.
         // (This TMA path is compiled only into the kernels that never take the local start: with
         // its code present there, unused, the local-start kernel ran 7-8 us slower (in the local
-        // start's decode and in the epilogue; not explained), FUSED_NOTES v5d.)
+        // start's decode and in the epilogue; not explained), docs/fused-kernel.md v5d.)
         constexpr bool kFetch = !kLocalStart;
         decode_batch_tma<BM, 4, kFetch>(args, maps, q, nb, tid, kConsumers, ring, S, ld_bar,
                                 [] { consumer_sync(kConsumers); }, tid == 0);
@@ -1107,7 +1107,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
       };
       // One step: issue stage i from `cur`; once wgmma(i-1) is done, release its activation
       // stage and decode stage i+1 into `next` (the set wgmma(i-1) read). One wgmma group stays
-      // queued while a thread decodes: with two, the decode ran slower (FUSED_NOTES v5).
+      // queued while a thread decodes: with two, the decode ran slower (docs/fused-kernel.md v5).
       auto step = [&](const uint32_t(&cur)[4][4], uint32_t(&next)[4][4], int i) {
         issue(cur, i);
         wgmma_wait<1>(acc);
@@ -1293,7 +1293,7 @@ __global__ void __launch_bounds__(RsConfig<BM, S, WG>::kThreads, 1)
       // Epilogue: silu·mul in registers -> fp16 staging tile [BM rows of C][kNT columns] ->
       // 16-byte coalesced (masked) stores. (All accumulators are read in one block: reading part
       // of them after a barrier or a store loop made ptxas serialize every wgmma of the main loop,
-      // +20-30 us; ctest ptxas_fused_codegen watches for it, FUSED_NOTES v5e.)
+      // +20-30 us; ctest ptxas_fused_codegen watches for it, docs/fused-kernel.md v5e.)
       consumer_sync(kConsumers);  // the previous tile's staging reads are done
       if constexpr ((kProbe & 512) != 0) {
         if (tid == 0 && it == uint32_t(kb1 - kb0)) stamp[31] = gtimer();

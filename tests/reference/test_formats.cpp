@@ -53,7 +53,7 @@ bool same_double(double a, double b) {
 }  // namespace
 
 TEST_CASE("E2M1: all 16 codes") {
-  // The magnitudes the spec lists (DESIGN §1), as literals.
+  // The magnitudes the spec lists (docs/design.md §1), as literals.
   const double spec[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   for (unsigned c = 0; c < 16; ++c) {
     CAPTURE(c);

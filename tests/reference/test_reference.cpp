@@ -90,7 +90,7 @@ Problem random_problem(const Case& c) {
 
 // --- the naive exact implementation -------------------------------------------------------
 
-// Element k of row r of a packed (rows, K/2) matrix, by the DESIGN §1 rule, written out again.
+// Element k of row r of a packed (rows, K/2) matrix, by the docs/design.md §1 rule, written out again.
 int naive_code(const std::vector<uint8_t>& packed, int64_t row_offset_bytes, int64_t k) {
   const uint8_t byte = packed[size_t(row_offset_bytes + k / 2)];
   return k % 2 == 0 ? (byte & 0xF) : (byte >> 4);
