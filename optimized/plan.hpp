@@ -28,6 +28,12 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
+// Which inputs change between calls (fresh inputs, docs/design.md §3): an engine rewrites the
+// activations (A, SFA) for every call while the weights stay; `All` also rewrites B1, B2, SFB1,
+// SFB2 and the global scales alpha1, alpha2.
+enum class InputSet { Activations, All };
+const char* input_set_name(InputSet s);  // "activations", "all"
+
 struct PlanOptions {
   // Directory for the on-disk autotune cache; empty keeps the cache in the process only.
   std::string tune_cache_dir;
@@ -40,6 +46,12 @@ class Plan {
   virtual ~Plan() = default;
   // The configuration in use, e.g. "cublasLt algo 3" (goes into reports).
   virtual std::string describe() const = 0;
+  // Writes new inputs into the buffers the plan owns, as an engine does between calls: outside any
+  // timed call, never while a call is in flight, never changing the buffers' addresses (a captured
+  // graph must see the new values when it replays). `p` has the plan's shape (InputError
+  // otherwise); with `Activations` only p.a and p.sfa are read, with `All` every array and both
+  // alphas. Synchronous: the next enqueue() sees the new values.
+  virtual void set_inputs(const Problem& p, InputSet which) = 0;
   // Issues one call (asynchronous on a GPU; synchronize() waits and throws on device errors).
   virtual void enqueue() = 0;
   virtual void synchronize() = 0;
@@ -77,6 +89,7 @@ class PlanWrapper : public Plan {
  public:
   explicit PlanWrapper(std::unique_ptr<Plan> inner) : inner_(std::move(inner)) {}
   std::string describe() const override { return inner_->describe(); }
+  void set_inputs(const Problem& p, InputSet which) override { inner_->set_inputs(p, which); }
   void enqueue() override { inner_->enqueue(); }
   void synchronize() override { inner_->synchronize(); }
   void poison_output(uint16_t bits) override { inner_->poison_output(bits); }

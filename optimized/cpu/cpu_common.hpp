@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "errors.hpp"
 #include "formats.hpp"
 #include "plan.hpp"
 #include "reference_gemm.hpp"
@@ -103,6 +104,21 @@ class HostPlan : public Plan {
   explicit HostPlan(const Problem& p)
       : problem_(p), c_(size_t(p.shape.c_elems()), 0), kernels_(&detail::gemm_kernels()) {
     problem_.validate();
+  }
+  // Every call reads problem_ afresh, so new inputs are a copy into it (same vectors, same sizes).
+  void set_inputs(const Problem& p, InputSet which) override {
+    if (p.shape != problem_.shape) throw InputError("set_inputs: shape " + p.shape.str() + " differs from the plan's " + problem_.shape.str());
+    p.validate();
+    std::copy(p.a.begin(), p.a.end(), problem_.a.begin());
+    std::copy(p.sfa.begin(), p.sfa.end(), problem_.sfa.begin());
+    if (which == InputSet::All) {
+      std::copy(p.b1.begin(), p.b1.end(), problem_.b1.begin());
+      std::copy(p.b2.begin(), p.b2.end(), problem_.b2.begin());
+      std::copy(p.sfb1.begin(), p.sfb1.end(), problem_.sfb1.begin());
+      std::copy(p.sfb2.begin(), p.sfb2.end(), problem_.sfb2.begin());
+      problem_.alpha1 = p.alpha1;
+      problem_.alpha2 = p.alpha2;
+    }
   }
   void synchronize() override {}
   void poison_output(uint16_t bits) override { std::fill(c_.begin(), c_.end(), bits); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 namespace nvfp4::gpu {
@@ -59,6 +60,10 @@ __global__ void fill_u16(uint16_t* c, int64_t n, uint16_t bits) {
 GpuPlan::GpuPlan(const Shape& shape) : shape_(shape), c_(size_t(shape.c_elems())) {}
 
 GpuPlan::~GpuPlan() = default;
+
+void GpuPlan::set_inputs(const Problem&, InputSet) {
+  throw std::logic_error("this GPU plan cannot take new inputs yet (set_inputs not implemented)");
+}
 
 void GpuPlan::synchronize() {
   NVFP4_CUDA_CHECK(cudaStreamSynchronize(stream()));

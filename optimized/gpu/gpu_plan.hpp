@@ -51,6 +51,8 @@ class GpuPlan : public Plan {
   // The output C, L*M*N fp16 values, (L, M, N) row-major.
   __half* output() const { return c_.get(); }
 
+  // Placeholder until every GPU plan writes new inputs into its own buffers: refuses (ERROR).
+  void set_inputs(const Problem&, InputSet) override;
   // Waits for the stream; throws CudaError on an asynchronous device error.
   void synchronize() override;
   // Fills C with `bits` (a tiny kernel on stream(); fp16 patterns are not byte-uniform).

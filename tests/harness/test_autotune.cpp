@@ -28,6 +28,7 @@ class FakePlan : public Plan {
     ++calls;
     std::this_thread::sleep_for(std::chrono::duration<double>(costs_[selected]));
   }
+  void set_inputs(const Problem&, InputSet) override {}
   void synchronize() override {}
   void poison_output(uint16_t) override {}
   void read_output(uint16_t*) override {}
