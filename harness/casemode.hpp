@@ -1,4 +1,4 @@
-// casemode.hpp — checking outside outputs on a case directory (docs/design.md §1, §4; issue 2).
+// casemode.hpp — checking outside outputs on a case directory (docs/design.md §1, §4).
 //
 //   harness --inputs DIR --save-output C.npy        the reference's C (or a path's, with --verify COMBO)
 //   harness --inputs DIR --check C.npy              compares C.npy with the reference

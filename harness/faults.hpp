@@ -1,4 +1,4 @@
-// faults.hpp — fault drills: `--inject FAULT@STAGE[:if=COMBO]` (issue 3).
+// faults.hpp — fault drills: `--inject FAULT@STAGE[:if=COMBO]`.
 //
 // A fault is applied by the harness's trial child, on every path, so the detection machinery can
 // be proven without a broken kernel:

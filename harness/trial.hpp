@@ -1,4 +1,4 @@
-// trial.hpp — one trial in one child process, with stage watchdogs (docs/design.md §3, issue 3).
+// trial.hpp — one trial in one child process, with stage watchdogs (docs/design.md §3).
 //
 // A trial is (backend, combination, case, options). The parent (TrialRunner) fork+execs its own
 // binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process

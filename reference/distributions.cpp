@@ -186,7 +186,7 @@ void gen_edge(Problem& p, uint64_t seed) {
 }
 
 // gpumode: as the GPU MODE nvfp4_dual_gemm generator (reference-kernels problems/nvidia/
-// reference.py, see ../shared/research/mission-anchors.md §1): each data byte is
+// reference.py, summarized in docs/gpu-mode.md): each data byte is
 // randint(0, 255) & 0xBB (nibble values {0, +-0.5, +-1, +-1.5}); each scale is a uniform float32
 // in [0, 1) rounded to E4M3FN (so 1.0 occurs: u >= 0.96875 rounds up). Same distribution, not the
 // same bytes (different PRNG).

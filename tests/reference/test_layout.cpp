@@ -2,7 +2,7 @@
 //
 // The expected blocked offsets are derived here a second way, by replaying the tensor operations
 // of the GPU MODE `to_blocked` (reference-kernels problems/nvidia reference.py, cited in
-// ../shared/research/mission-anchors.md §2):
+// docs/gpu-mode.md):
 //   padded (Rt*128, Ct*4) -> view(Rt,128,Ct,4) -> permute(0,2,1,3) -> reshape(-1,4,32,4)
 //   -> transpose(1,2) -> flatten
 // as explicit index bookkeeping, not as the closed formula layout.cpp uses.

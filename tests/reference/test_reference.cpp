@@ -1,4 +1,4 @@
-// test_reference.cpp — the proof that the reference is exact (issue 2, "Proof that it is exact").
+// test_reference.cpp — the proof that the reference is exact.
 //
 // G and U from compute_reference() are compared BIT FOR BIT with a deliberately naive exact
 // implementation written here: plain loops over (l, m, n, k), integer products of
