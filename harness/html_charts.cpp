@@ -100,6 +100,12 @@ std::string css_token(const std::string& s) {
   return out;
 }
 
+std::string outcome_class(const std::string& outcome) {
+  for (const char* o : {"PASS", "FAIL", "ERROR", "CRASH", "TIMEOUT", "SKIP", "BLOCKED"})
+    if (outcome == o) return css_token(outcome);
+  return "other";
+}
+
 std::string human_seconds(double s) {
   if (!std::isfinite(s)) return "-";
   if (s < 1e-3) return fixed("%.0f us", s * 1e6);
@@ -141,7 +147,7 @@ std::string timeline_svg(const std::vector<TimelineRow>& rows) {
   double y = 4;
   for (const auto& r : rows) {
     out += "<a href=\"" + html_escape(r.href) + "\">";
-    out += rect(0, y, 8, row_h - 4, "o-" + css_token(r.outcome), r.outcome);
+    out += rect(0, y, 8, row_h - 4, "o-" + outcome_class(r.outcome), r.outcome);
     out += text(12, y + 11, clip(r.label, label_chars), "class=\"label\"");
     out += stage_bar(r.stages, label_w, y, row_h - 4, scale);
     out += text(label_w + r.total * scale + 4, y + 11, human_seconds(r.total));
@@ -202,7 +208,7 @@ std::string bench_chart_svg(const std::vector<BenchBar>& bars, const std::vector
     const bool drawn = std::isfinite(b.us) && b.us > 0;
     const double bw = drawn ? b.us * scale : 0;
     if (drawn)
-      out += rect(label_w, y + 3, bw, row_h - 6, std::string(b.part ? "bar part" : "bar") + " o-" + css_token(b.outcome),
+      out += rect(label_w, y + 3, bw, row_h - 6, std::string(b.part ? "bar part" : "bar") + " o-" + outcome_class(b.outcome),
                   b.label + ": " + fixed("%.2f us", b.us));
     out += text(label_w + bw + 4, y + 14, (drawn ? fixed("%.1f us", b.us) + "  " : "") + b.note,
                 b.outcome == "PASS" ? "" : "class=\"bad\"");

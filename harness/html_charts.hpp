@@ -18,6 +18,9 @@ std::string html_escape(const std::string& s);
 // A CSS class suffix for a report token ("run", "FAIL" -> "fail"): lower case letters, digits, '_'
 // and '-' kept; anything else gives "other".
 std::string css_token(const std::string& s);
+// The CSS class suffix of an outcome: "pass", "fail", ... for the harness's outcomes, "other" for
+// any outcome this page does not know.
+std::string outcome_class(const std::string& outcome);
 // Seconds for people: "850 us", "12.3 ms", "1.25 s".
 std::string human_seconds(double s);
 

@@ -31,7 +31,7 @@ std::string short_count(const std::string& n) {
 }
 
 std::string badge(const std::string& outcome, const std::string& text) {
-  return "<span class=\"badge o-" + css_token(outcome) + "\">" + html_escape(text) + "</span>";
+  return "<span class=\"badge o-" + outcome_class(outcome) + "\">" + html_escape(text) + "</span>";
 }
 
 // A two-column table of (key, text) pairs; empty string when there are none.
@@ -233,7 +233,7 @@ class VerifyPage {
     }
     const std::string msg = j.str_or("message", "");
     if (!msg.empty()) title += ": " + msg;
-    os_ << "<td class=\"o-" << css_token(t.outcome) << extra << "\"><a class=\"cell\" href=\"#" << t.id
+    os_ << "<td class=\"o-" << outcome_class(t.outcome) << extra << "\"><a class=\"cell\" href=\"#" << t.id
         << "\" data-t=\"" << t.id << "\"" << (by.empty() ? "" : " data-by=\"" + by + "\"") << " title=\""
         << html_escape(title) << "\">" << html_escape(label) << "</a></td>";
   }
@@ -388,7 +388,8 @@ void bench_section(std::ostream& os, const JsonValue& r, const std::string& sour
         if (std::string(group) == "yardstick" && outcome == "PASS" && std::isfinite(med)) yard_us = med;
         std::string stages;
         if (const JsonValue* st = row.find("stages_s"))
-          for (const auto& kv : flatten(*st)) stages += kv.first + " " + kv.second + " ";
+          for (const auto& kv : flatten(*st))
+            if (kv.second != "null") stages += kv.first + " " + kv.second + " ";
         std::string other;
         for (const auto& kv : flatten(row, known)) other += kv.first + " " + kv.second + "; ";
         table += "<tr><td>" + html_escape(group) + "</td><td>" + html_escape(combo) + "</td><td>" + badge(outcome, outcome) +
