@@ -6,7 +6,8 @@
 //   125  nothing could be tested here (every trial SKIP), so `git bisect run` and ctest's
 //        SKIP_RETURN_CODE work unchanged
 // Modes: --verify all | COMBO[,COMBO...], --bisect COMBO, --inputs DIR (--check / --save-output),
-// --bench COMBO[,...] (bench.hpp), --list. `harness --child-trial SPEC` is the hidden entry point
+// --bench COMBO[,...] (bench.hpp), --list, --report-html REPORT.json (render reports: junit.hpp,
+// html_report.hpp). `harness --child-trial SPEC` is the hidden entry point
 // of trial children (trial.hpp); it is handled before option parsing.
 #include <boost/program_options.hpp>
 #include <algorithm>
@@ -21,6 +22,9 @@
 #include "casemode.hpp"
 #include "distributions.hpp"
 #include "errors.hpp"
+#include "html_report.hpp"
+#include "json_read.hpp"
+#include "junit.hpp"
 #include "lattice.hpp"
 #include "registry.hpp"
 #include "report.hpp"
@@ -122,6 +126,48 @@ void print_list(std::ostream& os, Session& s) {
   os << d << "\n";
 }
 
+// Writes FILE with `write`, or throws InputError.
+template <class Write>
+void write_file(const std::string& path, Write write) {
+  std::ofstream f(path);
+  if (!f) throw InputError("cannot write " + path);
+  write(f);
+  if (!f.flush()) throw InputError("cannot write " + path);
+}
+
+// --json, --junit, --html of a run: all from the one JSON report, parsed back, so that rendering
+// a run and rendering a report file (--report-html) are the same code.
+void write_reports(const po::variables_map& vm, const Session& session, const std::string& mode,
+                   const std::string& command, int code) {
+  std::ostringstream json;
+  write_json(json, session, mode, command, code);
+  if (vm.count("json")) write_file(vm["json"].as<std::string>(), [&](std::ostream& f) { f << json.str(); });
+  if (!vm.count("junit") && !vm.count("html")) return;
+  const JsonValue report = JsonValue::parse(json.str());
+  if (vm.count("junit")) write_file(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, report); });
+  if (vm.count("html"))
+    write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, {report}, {"this run"}); });
+}
+
+// --report-html REPORT.json [...]: renders reports already written (verify, bisect or bench); runs nothing.
+int render_reports(const po::variables_map& vm) {
+  for (const char* mode : {"verify", "bisect", "bench", "inputs", "list"})
+    if (vm.count(mode)) throw InputError(std::string("--report-html renders reports; not with --") + mode);
+  if (!vm.count("html") && !vm.count("junit")) throw InputError("--report-html needs --html OUT.html (or --junit OUT.xml)");
+  std::vector<JsonValue> reports;
+  const auto paths = vm["report-html"].as<std::vector<std::string>>();
+  for (const auto& p : paths) reports.push_back(read_json_file(p));
+  if (vm.count("junit")) {
+    std::vector<const JsonValue*> verify;
+    for (const auto& r : reports)
+      if (!is_bench_report(r)) verify.push_back(&r);
+    if (verify.size() != 1) throw InputError("--junit with --report-html needs exactly one verify/bisect report");
+    write_file(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, *verify.front()); });
+  }
+  if (vm.count("html")) write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, reports, paths); });
+  return 0;
+}
+
 void print_case_check(std::ostream& os, const CheckResult& r, const std::string& file) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f", r.info->reference_seconds);
@@ -146,7 +192,13 @@ int run(int argc, char** argv) {
       ("bisect", po::value<std::string>(), "find the minimal failing sub-combinations of COMBO")
       ("bench", po::value<std::string>(), "time COMBO[,COMBO...] on the GPU (bench options below)")
       ("backend", po::value<std::string>()->default_value("all"), "cpu, gpu or all")
-      ("json", po::value<std::string>(), "also write the full report as JSON to FILE");
+      ("json", po::value<std::string>(), "also write the full report as JSON to FILE")
+      ("junit", po::value<std::string>(), "also write the results as JUnit XML to FILE (one testcase per trial)")
+      ("html", po::value<std::string>(),
+       "also write one self-contained HTML page to FILE (lattice grid, ULP histograms, stage times; "
+       "with --bench: the bench chart, needs --bench-json)")
+      ("report-html", po::value<std::vector<std::string>>()->composing(),
+       "render REPORT.json (repeatable: verify and --bench-json reports) with --html OUT and/or --junit OUT; runs nothing");
   po::options_description suite("Suite narrowing (each replaces that dimension of the suite)");
   suite.add_options()
       ("shape", po::value<std::vector<std::string>>()->composing(), "MxNxK[xL][,...] (repeatable)")
@@ -196,7 +248,17 @@ int run(int argc, char** argv) {
     std::cout << all << "\n";
     return 0;
   }
-  if (vm.count("bench")) return run_bench(split_list({vm["bench"].as<std::string>()}), vm);
+  if (vm.count("report-html")) return render_reports(vm);
+  if (vm.count("bench")) {
+    if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
+    const int rc = run_bench(split_list({vm["bench"].as<std::string>()}), vm);
+    if (vm.count("html") && (rc == 0 || rc == 1)) {
+      const std::string bench_json = vm["bench-json"].as<std::string>();
+      const JsonValue report = read_json_file(bench_json);
+      write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, {report}, {bench_json}); });
+    }
+    return rc;
+  }
 
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
@@ -225,12 +287,13 @@ int run(int argc, char** argv) {
   if (opt.plan.tune_reps < 1) throw InputError("--tune-reps must be >= 1");
   if (!(opt.plan.tune_budget_s > 0) || !(opt.plan.tune_budget_s <= 1e6))
     throw InputError("--tune-time must be a positive number of seconds, at most 1e6");
-  // Fail before any trial runs if the JSON report cannot be written (a late failure would replace
+  // Fail before any trial runs if a report (JSON, JUnit, HTML) cannot be written (a late failure would replace
   // the verification's exit code with 2).
-  if (vm.count("json")) {
-    std::ofstream probe(vm["json"].as<std::string>(), std::ios::app);
-    if (!probe) throw InputError("cannot write " + vm["json"].as<std::string>());
-  }
+  for (const char* out : {"json", "junit", "html"})
+    if (vm.count(out)) {
+      std::ofstream probe(vm[out].as<std::string>(), std::ios::app);
+      if (!probe) throw InputError("cannot write " + vm[out].as<std::string>());
+    }
   if (vm.count("inject"))
     for (const auto& f : vm["inject"].as<std::vector<std::string>>()) opt.faults.push_back(Fault::parse(f));
 
@@ -361,11 +424,7 @@ int run(int argc, char** argv) {
     code = exit_code_for(session.results());
   }
   print_summary(std::cout, session, code, !bisecting);
-  if (vm.count("json")) {
-    std::ofstream f(vm["json"].as<std::string>());
-    if (!f) throw InputError("cannot write " + vm["json"].as<std::string>());
-    write_json(f, session, mode, command, code);
-  }
+  write_reports(vm, session, mode, command, code);
   return code;
 }
 

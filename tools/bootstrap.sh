@@ -19,6 +19,22 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
+# For the report tests (tests/report/: headless Chromium renders the HTML report, xmllint validates
+# the JUnit XML). Optional: when they cannot be installed those tests SKIP, so a failure here warns.
+report_pkgs=()
+for p in chromium libxml2-utils; do
+  have_pkg "$p" || report_pkgs+=("$p")
+done
+if [ ${#report_pkgs[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${report_pkgs[*]} (report tests)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${report_pkgs[@]}" >/dev/null; } ||
+    echo "bootstrap: could not install ${report_pkgs[*]}; the report tests will SKIP" >&2
+fi
+if ! python3 -c 'import junitparser' 2>/dev/null; then
+  echo "bootstrap: installing junitparser (pip; the JUnit consumer test)"
+  python3 -m pip install -q junitparser || echo "bootstrap: pip failed; the JUnit consumer test will SKIP" >&2
+fi
 # Python is only for tools around the product (golden data, the reference speed comparison).
 if ! python3 -c 'import numpy, ml_dtypes' 2>/dev/null; then
   echo "bootstrap: installing numpy and ml_dtypes (pip)"

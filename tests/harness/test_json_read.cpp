@@ -1,0 +1,102 @@
+// test_json_read.cpp — the JSON reader (harness/json_read.hpp) that the JUnit and HTML writers use:
+// round trips through the report's own writer (json.hpp), the escapes and UTF-8 it must handle,
+// the errors it must refuse without crashing, and the harness's real report, whose case names
+// must read back exactly as the harness prints them.
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+
+#include "errors.hpp"
+#include "harness_cli.hpp"
+#include "json.hpp"
+#include "json_read.hpp"
+
+using namespace nvfp4;
+
+TEST_CASE("json_read: what JsonWriter writes reads back") {
+  std::ostringstream os;
+  JsonWriter j(os);
+  j.begin_object();
+  j.key("text").value(std::string("quote \" backslash \\ tab \t line\n ctrl \x01 end"));
+  j.key("big").value(uint64_t(18446744073709551615ull)).key("neg").value(int64_t(-42));
+  j.key("pi").value(3.141592653589793).key("inf").value(INFINITY).key("yes").value(true);
+  j.key("list").begin_array().value(1).begin_object().key("a").value("b").end_object().begin_array().end_array();
+  j.end_array();
+  j.key("empty").begin_object().end_object();
+  j.end_object();
+  const JsonValue v = JsonValue::parse(os.str());
+  CHECK(v.at("text").str() == "quote \" backslash \\ tab \t line\n ctrl \x01 end");
+  CHECK(v.at("big").text() == "18446744073709551615");  // the number as written, not via double
+  CHECK(v.at("neg").number() == -42);
+  CHECK(v.at("pi").number() == 3.141592653589793);
+  CHECK(v.at("inf").is_null());  // the writer's non-finite
+  CHECK(v.at("yes").boolean());
+  REQUIRE(v.at("list").items().size() == 3);
+  CHECK(v.at("list").items()[1].str_or("a", "") == "b");
+  CHECK(v.at("empty").members().empty());
+  // Members stay in written order (the HTML histogram relies on it).
+  std::string order;
+  for (const auto& m : v.members()) order += m.first + ",";
+  CHECK(order == "text,big,neg,pi,inf,yes,list,empty,");
+  CHECK(v.at("list").text() == "[1,{\"a\":\"b\"},[]]");
+}
+
+TEST_CASE("json_read: escapes and UTF-8") {
+  CHECK(JsonValue::parse(R"("\u00e9\u20ac\ud83d\ude00\/")").str() == "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80/");
+  CHECK(JsonValue::parse(R"("\ud800x")").str() == "\xEF\xBF\xBDx");  // a lone surrogate
+  // Bytes that are not UTF-8 (a child's log may hold anything) become U+FFFD; valid ones stay.
+  CHECK(JsonValue::parse("\"a\xFF\xC3\xA9\xC0\xAF\xED\xA0\x80z\"").str() ==
+        "a\xEF\xBF\xBD\xC3\xA9\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz");
+}
+
+TEST_CASE("json_read: malformed input is an InputError naming the offset") {
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "\"open", "01", "1.", "-", "tru", "{} x", "\"a\x01\"",
+                          "\"\\x\"", "{1:2}", "nul"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(JsonValue::parse(bad), InputError);
+  }
+  CHECK_THROWS_WITH_AS(JsonValue::parse("[1, 2,, 3]"), doctest::Contains("at byte 6"), InputError);
+  // Deep nesting is refused, not a stack overflow.
+  CHECK_THROWS_AS(JsonValue::parse(std::string(100000, '[') + std::string(100000, ']')), InputError);
+  CHECK_NOTHROW(JsonValue::parse(std::string(200, '[') + std::string(200, ']')));
+  CHECK_THROWS_AS(JsonValue::parse("{}").at("x"), InputError);
+  CHECK_THROWS_AS(JsonValue::parse("3").str(), InputError);
+  CHECK_THROWS_AS(read_json_file("/nonexistent/report.json"), InputError);
+}
+
+TEST_CASE("json_read: flatten names nested fields with dots and skips what it is told") {
+  const JsonValue v = JsonValue::parse(R"({"a":1,"b":{"c":"x","d":{"e":null}},"f":[1,2],"g":true})");
+  const auto kv = flatten(v, {"g"});
+  REQUIRE(kv.size() == 4);
+  CHECK(kv[0] == std::make_pair(std::string("a"), std::string("1")));
+  CHECK(kv[1] == std::make_pair(std::string("b.c"), std::string("x")));
+  CHECK(kv[2] == std::make_pair(std::string("b.d.e"), std::string("null")));
+  CHECK(kv[3] == std::make_pair(std::string("f"), std::string("[1,2]")));
+}
+
+TEST_CASE("json_read: the harness's report reads back; case names as the harness prints them") {
+  const std::string dir = harness_cli::temp_dir();
+  const auto r = harness_cli::run("--verify plain,fused --backend cpu --shape 7x13x48,1x1x16 --dist normal,edge --seed 3 --json " +
+                                  dir + "/r.json");
+  REQUIRE(r.rc == 0);
+  const JsonValue report = read_json_file(dir + "/r.json");
+  CHECK_FALSE(is_bench_report(report));
+  const auto& trials = report.at("trials").items();
+  REQUIRE(trials.size() == 8);
+  double passes = report.at("summary").at("PASS").number();
+  CHECK(passes == 8);
+  for (const auto& t : trials) {
+    const std::string line = t.at("backend").str() + " " + t.at("combo").str() + " " + trial_case_name(t) + "  PASS";
+    CAPTURE(line);
+    CHECK(harness_cli::has(r.out, line));
+  }
+  // A case directory's name.
+  const std::string golden = std::string(NVFP4_SOURCE_DIR) + "/data/golden/ragged_5x7x64_seed1";
+  const auto d = harness_cli::run("--verify plain --backend cpu --inputs " + golden + " --json " + dir + "/d.json");
+  REQUIRE(d.rc == 0);
+  const JsonValue dr = read_json_file(dir + "/d.json");
+  const std::string name = trial_case_name(dr.at("trials").items().at(0));
+  CHECK(name == "case dir " + golden);
+  CHECK(harness_cli::has(d.out, "cpu plain " + name + "  PASS"));
+}
