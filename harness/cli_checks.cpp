@@ -339,7 +339,8 @@ void check_memory(const Shape& s, int runs, const MemoryLimit& limit, const std:
   if (e.total() <= limit.bytes) return;
   refuse(what + ": shape " + s.str() + " needs about " + gib(e.total()) + " (exact reference " + gib(e.reference) +
          (runs > 0 ? ", a trial " + gib(e.trial) : std::string()) + "), more than the " + gib(limit.bytes) +
-         " available (" + limit.source + "; --max-memory GiB sets the limit)");
+         " available (" + limit.source + (limit.source == "--max-memory" ? "" : "; --max-memory GiB sets the limit") +
+         ")");
 }
 
 }  // namespace nvfp4::cli

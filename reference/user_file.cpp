@@ -17,6 +17,9 @@ namespace {
 
 [[noreturn]] void refuse(const std::string& path, const std::string& what) { throw InputError(path + ": " + what); }
 
+// stat(2) gave ENOTDIR: a name before the last '/' is a file, not a directory.
+const char* const kComponentNotDir = "cannot exist: a component of its directory is not a directory";
+
 std::string not_regular(unsigned mode) { return "is " + file_type_name(mode) + ", not a regular file"; }
 
 // The directory part of a path: "dir" for "dir/x", "." for "x", "/" for "/x".
@@ -163,7 +166,8 @@ void UserFile::close() {
 std::string input_file_problem(const std::string& path) {
   if (path.empty()) return "an empty path names no file";
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "does not exist" : std::strerror(errno);
+  if (::stat(path.c_str(), &st) != 0)
+    return errno == ENOENT ? "does not exist" : errno == ENOTDIR ? kComponentNotDir : std::strerror(errno);
   if (!S_ISREG(st.st_mode)) return not_regular(st.st_mode);
   if (::access(path.c_str(), R_OK) != 0) return std::string("is not readable (") + std::strerror(errno) + ")";
   return "";
@@ -178,7 +182,8 @@ std::string output_file_problem(const std::string& path) {
     if (::access(path.c_str(), W_OK) != 0) return std::string("is not writable (") + std::strerror(errno) + ")";
     return "";
   }
-  if (errno != ENOENT) return std::strerror(errno);  // ENOTDIR: a component is a file, ...
+  if (errno == ENOTDIR) return kComponentNotDir;
+  if (errno != ENOENT) return std::strerror(errno);
   return creatable_in(parent_of(path), "its directory");
 }
 
@@ -191,6 +196,7 @@ std::string directory_problem(const std::string& path, bool writable, bool may_c
       return std::string("is not ") + (writable ? "writable" : "readable") + " (" + std::strerror(errno) + ")";
     return "";
   }
+  if (errno == ENOTDIR) return kComponentNotDir;
   if (errno != ENOENT) return std::strerror(errno);
   if (!may_create) return "is not a directory (no such file or directory)";
   // Created with its missing parents: the nearest existing ancestor must take new entries.
