@@ -7,7 +7,8 @@
 //        SKIP_RETURN_CODE work unchanged
 // Modes: --verify all | COMBO[,COMBO...], --bisect COMBO, --inputs DIR (--check / --save-output),
 // --bench COMBO[,...] (bench.hpp), --list. `harness --child-trial SPEC` is the hidden entry point
-// of trial children (trial.hpp); it is handled before option parsing.
+// of trial children (trial.hpp); it is handled before option parsing. Bad usage and bad input are
+// refused before any work by cli_checks.hpp (tokens, values, paths, memory), in one line.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <cstdio>

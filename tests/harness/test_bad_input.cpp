@@ -7,7 +7,9 @@
 // kLimit seconds of wall time. The files are written by the test into a private temp directory:
 // malformed .npy headers of many kinds, wrong dtypes and shapes, disagreeing case files,
 // truncated and oversized data, sparse files of 3 GB and 100 GB (no disk blocks), FIFOs,
-// sockets, devices, directories and dangling links where files belong.
+// sockets, devices, directories and dangling links where files belong. A second test calls the
+// library directly on FIFOs (the .npy writer, the report writer, autotune's disk cache): each
+// must refuse, naming the type, and never wait for a reader or writer.
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
@@ -15,8 +17,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <future>
+#include <thread>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -24,7 +29,11 @@
 
 #include "case_dir.hpp"
 #include "distributions.hpp"
+#include "errors.hpp"
 #include "harness_cli.hpp"
+#include "npy.hpp"
+#include "registry.hpp"
+#include "user_file.hpp"
 
 using namespace nvfp4;
 using namespace std::string_literals;  // "..."s keeps embedded NUL bytes
@@ -513,4 +522,59 @@ TEST_CASE("bad input: every row is refused up front with exit 2, one line naming
   MESSAGE(rows.size() << " bad inputs, " << failed << " not refused as they should be");
   // The refusals happen before any output is written.
   CHECK_FALSE(fs::exists(f.path("out.npy")));
+}
+
+namespace {
+
+// Runs `f` on a detached thread; the message of the InputError it throws, or "(no error)", or
+// "(still blocked after 5 s)" when it hangs (the thread is then left behind; the process ends).
+std::string refusal_of(std::function<void()> f) {
+  auto done = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = done->get_future();
+  std::thread([f, done] {
+    try {
+      f();
+      done->set_value("(no error)");
+    } catch (const InputError& e) {
+      done->set_value(e.what());
+    } catch (const std::exception& e) {
+      done->set_value(std::string("(other exception) ") + e.what());
+    }
+  }).detach();
+  if (result.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return "(still blocked after 5 s)";
+  return result.get();
+}
+
+}  // namespace
+
+TEST_CASE("bad input: library writers and the autotune cache refuse a FIFO without waiting on it") {
+  const std::string dir = harness_cli::temp_dir();
+  const std::string fifo = dir + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+  NpyArray arr;
+  arr.shape = {2};
+  arr.data = {1, 2};
+  const std::string fifo_type = "is a FIFO (named pipe), not a regular file";
+
+  std::string msg = refusal_of([&] { write_npy(fifo, arr); });
+  CHECK_MESSAGE(harness_cli::has(msg, fifo + ": " + fifo_type), msg);
+  msg = refusal_of([&] { write_text_file(fifo, "{}"); });
+  CHECK_MESSAGE(harness_cli::has(msg, fifo + ": " + fifo_type), msg);
+  msg = refusal_of([&] { read_npy(fifo); });
+  CHECK_MESSAGE(harness_cli::has(msg, fifo + ": " + fifo_type), msg);
+  msg = refusal_of([&] { load_output(fifo, Shape{1, 1, 16, 1}); });
+  CHECK_MESSAGE(harness_cli::has(msg, fifo + ": " + fifo_type), msg);
+
+  // Autotune's on-disk cache where a FIFO holds the cache file's place: stage tune refuses it.
+  const std::string cache = dir + "/cache";
+  fs::create_directories(cache);
+  const std::string cache_file = cache + "/autotune-cache.txt";
+  REQUIRE(mkfifo(cache_file.c_str(), 0644) == 0);
+  PlanOptions opt;
+  opt.tune_cache_dir = cache;
+  opt.tune_reps = 1;
+  const Problem p = make_problem(Shape{4, 8, 32, 1}, "normal", 1);
+  std::shared_ptr<Plan> plan = build_plan("cpu", Combo::parse("autotune"), p, opt);
+  msg = refusal_of([plan] { plan->tune(); });
+  CHECK_MESSAGE(harness_cli::has(msg, cache_file + ": " + fifo_type), msg);
 }
