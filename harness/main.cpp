@@ -7,19 +7,21 @@
 //        SKIP_RETURN_CODE work unchanged
 // Modes: --verify all | COMBO[,COMBO...], --bisect COMBO, --inputs DIR (--check / --save-output),
 // --bench COMBO[,...] (bench.hpp), --list, --report-html REPORT.json (render reports: junit.hpp,
-// html_report.hpp). `harness --child-trial SPEC` is the hidden entry point
-// of trial children (trial.hpp); it is handled before option parsing.
+// html_report.hpp). `harness --child-trial SPEC` is the hidden entry point of trial children
+// (trial.hpp); it is handled before option parsing. Bad usage and bad input are refused before any
+// work by cli_checks.hpp (tokens, values, paths, memory), in one line.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <iostream>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "bench.hpp"
 #include "case_dir.hpp"
 #include "casemode.hpp"
+#include "cli_checks.hpp"
 #include "distributions.hpp"
 #include "errors.hpp"
 #include "html_report.hpp"
@@ -30,32 +32,12 @@
 #include "report.hpp"
 #include "suite.hpp"
 #include "trial.hpp"
+#include "user_file.hpp"
 
 namespace po = boost::program_options;
 using namespace nvfp4;
 
 namespace {
-
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items) {
-    std::string cur;
-    for (char ch : item + ",") {
-      if (ch == ',') {
-        if (!cur.empty()) out.push_back(cur);
-        cur.clear();
-      } else if (ch != ' ') {
-        cur += ch;
-      }
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> list_option(const po::variables_map& vm, const char* name) {
-  if (!vm.count(name)) return {};
-  return split_list(vm[name].as<std::vector<std::string>>());
-}
 
 // Maps trial outcomes to the exit code: any failure 1; else any PASS 0; else 125.
 int exit_code_for(const std::vector<TrialResult>& results) {
@@ -67,17 +49,17 @@ int exit_code_for(const std::vector<TrialResult>& results) {
   return pass ? 0 : 125;
 }
 
-std::vector<std::string> chosen_backends(const std::string& opt) {
+std::vector<std::string> chosen_backends(const po::variables_map& vm) {
   std::vector<std::string> v;
-  if (opt == "all") {
+  if (vm["backend"].as<std::string>() == "all") {
     for (const auto* b : Registry::instance().backends()) v.push_back(b->name);
     return v;
   }
-  for (const auto& name : split_list({opt})) {
+  for (const auto& name : cli::list_values(vm, "backend")) {
     if (!Registry::instance().backend(name)) {
       std::string known;
       for (const auto* b : Registry::instance().backends()) known += (known.empty() ? "" : ", ") + b->name;
-      throw InputError("unknown backend '" + name + "' (known: " + known + ", all)");
+      throw InputError("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
     }
     v.push_back(name);
   }
@@ -129,10 +111,9 @@ void print_list(std::ostream& os, Session& s) {
 // Writes FILE with `write`, or throws InputError.
 template <class Write>
 void write_file(const std::string& path, Write write) {
-  std::ofstream f(path);
-  if (!f) throw InputError("cannot write " + path);
+  std::ostringstream f;
   write(f);
-  if (!f.flush()) throw InputError("cannot write " + path);
+  write_text_file(path, f.str());  // non-blocking open; special files refused (user_file.hpp)
 }
 
 // --json, --junit, --html of a run: all from the one JSON report, parsed back, so that rendering
@@ -212,7 +193,9 @@ int run(int argc, char** argv) {
        "directory of the on-disk autotune cache (default: none, in-process only, so stage tune really tunes)")
       ("tune-reps", po::value<int>()->default_value(d.plan.tune_reps), "timed calls per autotune candidate")
       ("tune-time", po::value<double>()->default_value(d.plan.tune_budget_s),
-       "autotune stops trying new candidates after this many seconds");
+       "autotune stops trying new candidates after this many seconds")
+      ("max-memory", po::value<double>(),
+       "GiB a case may need (reference, trial, outputs; default: what this machine has available)");
   po::options_description watch("Watchdog budgets in seconds (past one: the child's process group is killed, TIMEOUT)");
   watch.add_options()
       ("budget-init", po::value<double>()->default_value(d.budget.init), "stage init (also the harness's setup/teardown)")
@@ -241,17 +224,20 @@ int run(int argc, char** argv) {
   all.add(modes).add(suite).add(trial).add(watch).add(drills).add(casedir).add(bench_options());
 
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
+  po::store(parsed, vm);
   po::notify(vm);
 
   if (vm.count("help")) {
     std::cout << all << "\n";
     return 0;
   }
+  // Everything the user wrote is checked before any work (cli_checks.hpp); refusals exit 2.
+  cli::check_tokens(parsed);
   if (vm.count("report-html")) return render_reports(vm);
   if (vm.count("bench")) {
     if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
-    const int rc = run_bench(split_list({vm["bench"].as<std::string>()}), vm);
+    const int rc = run_bench(cli::list_values(vm, "bench"), vm);
     if (vm.count("html") && (rc == 0 || rc == 1)) {
       const std::string bench_json = vm["bench-json"].as<std::string>();
       const JsonValue report = read_json_file(bench_json);
@@ -263,55 +249,59 @@ int run(int argc, char** argv) {
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
 
+  cli::check_values(vm);
+  cli::check_paths(vm);
   TrialOptions opt;
   opt.warmup = vm["warmup"].as<int>();
   opt.runs = vm["runs"].as<int>();
-  if (opt.warmup < 0) throw InputError("--warmup must be >= 0");
-  if (opt.runs < 1) throw InputError("--runs must be >= 1");
   opt.budget.init = vm["budget-init"].as<double>();
   opt.budget.tune = vm["budget-tune"].as<double>();
   opt.budget.warmup = vm["budget-warmup"].as<double>();
   opt.budget.capture = vm["budget-capture"].as<double>();
   opt.budget.run = vm["budget-run"].as<double>();
   opt.budget.trial = vm["budget-trial"].as<double>();
-  for (double b : {opt.budget.init, opt.budget.tune, opt.budget.warmup, opt.budget.capture, opt.budget.run,
-                   opt.budget.trial})
-    // Bounded so that deadline arithmetic cannot overflow (a huge budget would wrap into the past).
-    if (!(b > 0) || !(b <= 1e6)) throw InputError("budgets must be positive numbers of seconds, at most 1e6");
   opt.slow_seconds = vm["slow-seconds"].as<double>();
-  if (!(opt.slow_seconds >= 0) || !(opt.slow_seconds <= 1e6))
-    throw InputError("--slow-seconds must be a number of seconds in [0, 1e6]");
   if (vm.count("tune-cache")) opt.plan.tune_cache_dir = vm["tune-cache"].as<std::string>();
   opt.plan.tune_reps = vm["tune-reps"].as<int>();
   opt.plan.tune_budget_s = vm["tune-time"].as<double>();
-  if (opt.plan.tune_reps < 1) throw InputError("--tune-reps must be >= 1");
-  if (!(opt.plan.tune_budget_s > 0) || !(opt.plan.tune_budget_s <= 1e6))
-    throw InputError("--tune-time must be a positive number of seconds, at most 1e6");
-  // Fail before any trial runs if a report (JSON, JUnit, HTML) cannot be written (a late failure would replace
-  // the verification's exit code with 2).
-  for (const char* out : {"json", "junit", "html"})
-    if (vm.count(out)) {
-      std::ofstream probe(vm[out].as<std::string>(), std::ios::app);
-      if (!probe) throw InputError("cannot write " + vm[out].as<std::string>());
-    }
-  if (vm.count("inject"))
-    for (const auto& f : vm["inject"].as<std::vector<std::string>>()) opt.faults.push_back(Fault::parse(f));
-
-  SuiteFilter filter;
-  for (const auto& s : list_option(vm, "shape")) filter.shapes.push_back(Shape::parse(s));
-  for (const auto& dname : list_option(vm, "dist")) {
-    const auto& names = distribution_names();
-    if (std::find(names.begin(), names.end(), dname) == names.end()) {
-      std::string known;
-      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-      throw InputError("unknown distribution '" + dname + "' (known: " + known + ")");
-    }
-    filter.dists.push_back(dname);
-  }
-  if (vm.count("seed")) filter.seed = vm["seed"].as<uint64_t>();
+  opt.faults = cli::faults(vm);
+  const SuiteFilter filter = cli::suite_filter(vm);
 
   const bool explicit_backend = !vm["backend"].defaulted();
-  const std::vector<std::string> backends = chosen_backends(vm["backend"].as<std::string>());
+  const std::vector<std::string> backends = chosen_backends(vm);
+  // The combinations to run, checked against the backends before any case is built.
+  const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
+  const std::string what = verify ? vm["verify"].as<std::string>() : "plain";
+  const std::vector<std::string> names = bisecting  ? std::vector<std::string>{vm["bisect"].as<std::string>()}
+                                         : verify     ? cli::list_values(vm, "verify")
+                                                      : std::vector<std::string>{"plain"};
+  std::vector<Combo> combos;
+  std::map<std::string, std::vector<Combo>> per_backend;
+  try {
+    if (bisecting) {
+      combos.push_back(Combo::parse(names.front()));
+      for (const auto& b : backends_for(combos.front(), backends, explicit_backend)) per_backend[b] = combos;
+    } else if (what != "all") {
+      for (const auto& t : names) combos.push_back(Combo::parse(t));
+      for (const auto& c : combos)
+        for (const auto& b : backends_for(c, backends, explicit_backend)) per_backend[b].push_back(c);
+    }
+  } catch (const InputError& e) {
+    throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
+  }
+  // Case-directory mode runs a path (trials) or only checks/saves against the reference.
+  const bool path_mode = verify || bisecting || explicit_backend;
+  // Every case must fit in memory: a case directory's shape comes from its headers alone.
+  const cli::MemoryLimit memory = cli::memory_limit(vm);
+  if (vm.count("inputs")) {
+    const std::string dir = vm["inputs"].as<std::string>();
+    cli::check_memory(read_case_shape(dir, vm.count("batch-last") > 0), path_mode ? opt.runs : 0, memory,
+                      "--inputs " + dir);
+  } else {
+    for (const auto& b : backends)
+      for (const auto& c : narrow_suite(default_suite(b), filter))
+        cli::check_memory(c.shape, opt.runs, memory, filter.shapes.empty() ? "suite case" : "--shape");
+  }
   Session session(opt, argv[0], &std::cout);
 
   if (vm.count("list")) {
@@ -328,16 +318,19 @@ int run(int argc, char** argv) {
     CaseSpec c;
     c.inputs_dir = vm["inputs"].as<std::string>();
     c.batch_last = vm.count("batch-last") > 0;
-    if (!filter.empty()) throw InputError("--shape/--dist/--seed describe generated cases; not with --inputs");
-    const Problem p = c.make();  // validates the directory now (InputError: exit 2)
-    const bool path_mode = vm.count("verify") || vm.count("bisect") || explicit_backend;
     std::string check = vm.count("check") ? vm["check"].as<std::string>() : "";
-    if (check.empty() && !path_mode && save_path.empty()) {
-      std::ifstream probe_c(c.inputs_dir + "/c.npy");
-      if (probe_c) check = c.inputs_dir + "/c.npy";
-    }
     if (!check.empty() && path_mode)
       throw InputError("--check compares an outside output; to run a path on the case use --verify COMBO without --check");
+    if (check.empty() && !path_mode && save_path.empty()) {
+      struct stat st;
+      if (::lstat((c.inputs_dir + "/c.npy").c_str(), &st) == 0) {
+        check = c.inputs_dir + "/c.npy";
+        cli::check_case_output(c.inputs_dir, check);  // never opened when it is a FIFO or a device
+      }
+    }
+    if (check.empty() && save_path.empty() && !path_mode)
+      throw InputError("--inputs needs --check FILE, --save-output FILE, a c.npy in the directory, or --verify COMBO");
+    const Problem p = c.make();  // reads the data (the headers were checked above)
     if (!path_mode) {
       int code = 0;
       if (!check.empty()) {
@@ -350,20 +343,14 @@ int run(int argc, char** argv) {
           std::cout << "warning: suspicious data: " << w << "\n";
         std::cout << "wrote the reference output (" << p.shape.str() << ") to " << save_path << "\n";
       }
-      if (check.empty() && save_path.empty())
-        throw InputError("--inputs needs --check FILE, --save-output FILE, a c.npy in the directory, or --verify COMBO");
       return code;
     }
     dir_cases.push_back(c);
-  } else if (vm.count("check") || !save_path.empty()) {
-    throw InputError("--check and --save-output need --inputs DIR");
   }
   auto cases_for = [&](const std::string& backend) {
     return dir_cases.empty() ? narrow_suite(default_suite(backend), filter) : dir_cases;
   };
 
-  const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
-  if (verify && bisecting) throw InputError("--verify and --bisect are separate modes");
   if (!verify && !bisecting && dir_cases.empty()) {
     std::cerr << "harness: nothing to do (give --verify, --bisect, --inputs, --bench or --list)\n\n" << all << "\n";
     return 2;
@@ -373,8 +360,9 @@ int run(int argc, char** argv) {
   if (bisecting) {
     mode = "bisect";
     session.set_details(false);  // the verdict names the culprit; its reproducer shows the details
-    const Combo combo = Combo::parse(vm["bisect"].as<std::string>());
-    const auto bs = backends_for(combo, backends, explicit_backend);
+    const Combo combo = combos.front();
+    std::vector<std::string> bs;
+    for (const auto& kv : per_backend) bs.push_back(kv.first);
     std::cout << "bisect " << combo.str() << " on " << bs.size() << " backend(s); trials:\n";
     bool culprit = false, passed = false;
     for (const auto& b : bs) {
@@ -388,7 +376,6 @@ int run(int argc, char** argv) {
     code = culprit ? 1 : passed ? 0 : 125;
   } else {
     mode = "verify";
-    const std::string what = verify ? vm["verify"].as<std::string>() : "plain";
     if (what == "all") {
       std::map<std::string, std::vector<CaseSpec>> cases;
       for (const auto& b : backends) {
@@ -400,12 +387,6 @@ int run(int argc, char** argv) {
       std::cout << "\n";
       for (const auto& b : backends) verify_lattice(session, b, cases[b]);
     } else {
-      std::vector<Combo> combos;
-      for (const auto& t : split_list({what})) combos.push_back(Combo::parse(t));
-      if (combos.empty()) throw InputError("--verify needs 'all' or COMBO[,COMBO...]");
-      std::map<std::string, std::vector<Combo>> per_backend;
-      for (const auto& c : combos)
-        for (const auto& b : backends_for(c, backends, explicit_backend)) per_backend[b].push_back(c);
       for (const auto& kv : per_backend) session.expect(kv.second.size() * cases_for(kv.first).size());
       std::vector<uint16_t> first_output;
       for (const auto& b : backends)
@@ -416,7 +397,8 @@ int run(int argc, char** argv) {
         if (first_output.empty()) {
           std::cout << "no output written to " << save_path << ": no trial ran to completion\n";
         } else {
-          write_output_npy(save_path, dir_cases.front().make().shape, first_output, dir_cases.front().batch_last);
+          const CaseSpec& c = dir_cases.front();
+          write_output_npy(save_path, read_case_shape(c.inputs_dir, c.batch_last), first_output, c.batch_last);
           std::cout << "wrote the path's output to " << save_path << "\n";
         }
       }

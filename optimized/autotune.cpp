@@ -14,12 +14,13 @@
 // that name). An empty tune_key disables caching. describe() says what was chosen and how
 // ("timed", "cached in process", "cached on disk").
 // It is a Wrapper with order 10, inside graph (order 20): tuning is never inside a capture.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,9 +28,14 @@
 #include <string>
 #include <vector>
 
+#include "autotune.hpp"
 #include "registry.hpp"
+#include "user_file.hpp"
 
 namespace nvfp4 {
+
+std::string autotune_cache_file(const std::string& dir) { return dir + "/autotune-cache.txt"; }
+
 namespace {
 
 struct Winner {
@@ -54,13 +60,19 @@ std::string one_line(std::string s) {
   return s;
 }
 
-std::string cache_file(const std::string& dir) { return dir + "/autotune-cache.txt"; }
+std::string cache_file(const std::string& dir) { return autotune_cache_file(dir); }
 
+// The cache file is opened through user_file.hpp: a FIFO or device where it should be is refused
+// (InputError naming its type) instead of blocking the trial until its tune budget runs out.
 bool disk_lookup(const std::string& dir, const std::string& key, size_t count, Winner* w) {
-  std::ifstream f(cache_file(dir));
-  if (!f) return false;
+  struct stat st;
+  if (::stat(cache_file(dir).c_str(), &st) != 0) return false;  // no cache yet
+  UserFile f = UserFile::open_read(cache_file(dir));
+  std::string text(size_t(f.size()), '\0');
+  f.read_exact(&text[0], text.size());
   bool found = false;
-  for (std::string line; std::getline(f, line);) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
     std::vector<std::string> fields;
     std::istringstream is(line);
     for (std::string field; std::getline(is, field, '\t');) fields.push_back(field);
@@ -77,12 +89,20 @@ bool disk_lookup(const std::string& dir, const std::string& key, size_t count, W
 void disk_store(const std::string& dir, const std::string& key, size_t count, const Winner& w) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  std::ofstream f(cache_file(dir), std::ios::app);
-  if (!f) return;  // a cache that cannot be written only costs time next run
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.9g", w.seconds);
-  f << "v1\t" << key << '\t' << count << '\t' << w.index << '\t' << one_line(w.candidate) << '\t'
-    << secs << '\n';
+  const std::string line = "v1\t" + key + '\t' + std::to_string(count) + '\t' + std::to_string(w.index) + '\t' +
+                           one_line(w.candidate) + '\t' + secs + '\n';
+  try {
+    UserFile f = UserFile::open_write(cache_file(dir), /*append=*/true);
+    f.write_all(line.data(), line.size());
+    f.close();
+  } catch (const std::runtime_error&) {
+    // A cache that cannot be written (a read-only directory, a full disk) only costs time next
+    // run; a special file where the cache belongs is refused like every user-named path.
+    struct stat st;
+    if (::stat(cache_file(dir).c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw;
+  }
 }
 
 std::string micros(double s) {

@@ -3,10 +3,10 @@
 // Files and shapes (batch-first; 2-D means L = 1; with batch_last the 3-D files are (rows, cols, L)):
 //   a.npy (L, M, K/2)  b1.npy, b2.npy (L, N, K/2)  sfa.npy (L, M, K/16)  sfb1.npy, sfb2.npy (L, N, K/16)
 // all uint8. K is derived from a.npy (2 * bytes per row); every other file is checked against it,
-// and every error names the file that disagrees and what it was compared with.
+// and every error names the file that disagrees and what it was compared with. All six headers
+// are read and checked before any data is read (read_case_shape stops there), so a case whose
+// files disagree or promise more data than they hold costs no more than six small reads.
 #include "case_dir.hpp"
-
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <stdexcept>
@@ -14,6 +14,7 @@
 #include "errors.hpp"
 #include "layout.hpp"
 #include "npy.hpp"
+#include "user_file.hpp"
 
 namespace nvfp4 {
 
@@ -32,21 +33,22 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-// One uint8 input file, brought to batch-first (L, rows, cols).
+// One uint8 input file: its header's shape read as batch-first (L, rows, cols).
 struct Operand {
   std::string path;
+  std::vector<int64_t> stored;  // the shape as the file has it
   int64_t L = 1, rows = 0, cols = 0;
-  std::vector<uint8_t> data;
 };
 
-Operand load_operand(const std::string& dir, const char* file, const char* logical, bool batch_last) {
+Operand read_operand(const std::string& dir, const char* file, const char* logical, bool batch_last) {
   Operand op;
   op.path = join(dir, file);
-  NpyArray arr = read_npy(op.path);
-  if (arr.type != NpyType::U8)
-    fail(op.path, std::string("dtype ") + npy_type_name(arr.type) +
+  const NpyHeader h = read_npy_header(op.path);
+  if (h.type != NpyType::U8)
+    fail(op.path, std::string("dtype ") + npy_type_name(h.type) +
                       ", expected uint8 (the raw bytes; from torch: t.view(torch.uint8).cpu().numpy())");
-  const auto& s = arr.shape;
+  const auto& s = h.shape;
+  op.stored = s;
   if (s.size() == 2) {
     op.rows = s[0];
     op.cols = s[1];
@@ -65,30 +67,43 @@ Operand load_operand(const std::string& dir, const char* file, const char* logic
                       logical + (batch_last ? " batch-last" : ""));
   }
   if (op.rows < 1 || op.cols < 1 || op.L < 1) fail(op.path, "shape " + shape_str(s) + " has an empty dimension");
-  if (s.size() == 3 && batch_last)
-    op.data = batch_last_to_first(arr.data.data(), op.rows, op.cols, op.L, 1);
-  else
-    op.data = std::move(arr.data);
   return op;
 }
 
-}  // namespace
+// The data of a file whose header read_operand checked, in batch-first order. The header is read
+// again with the data; a file that changed in between is refused before its data is read.
+std::vector<uint8_t> read_operand_data(const Operand& op, bool batch_last) {
+  NpyArray arr = read_npy(op.path, [&](const NpyHeader& h) {
+    if (h.type != NpyType::U8 || h.shape != op.stored)
+      fail(op.path, "changed while the case was read (shape " + shape_str(h.shape) + ", was " + shape_str(op.stored) + ")");
+  });
+  if (op.stored.size() == 3 && batch_last) return batch_last_to_first(arr.data.data(), op.rows, op.cols, op.L, 1);
+  return std::move(arr.data);
+}
 
-Problem load_case(const std::string& dir, bool batch_last) {
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw InputError(dir + ": not a directory (a case directory holds a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy)");
-  Operand a = load_operand(dir, "a.npy", "(L, M, K/2) or (M, K/2)", batch_last);
-  Operand b1 = load_operand(dir, "b1.npy", "(L, N, K/2) or (N, K/2)", batch_last);
-  Operand b2 = load_operand(dir, "b2.npy", "(L, N, K/2) or (N, K/2)", batch_last);
-  Operand sfa = load_operand(dir, "sfa.npy", "(L, M, K/16) or (M, K/16)", batch_last);
-  Operand sfb1 = load_operand(dir, "sfb1.npy", "(L, N, K/16) or (N, K/16)", batch_last);
-  Operand sfb2 = load_operand(dir, "sfb2.npy", "(L, N, K/16) or (N, K/16)", batch_last);
+struct CaseHeaders {
+  Operand a, b1, b2, sfa, sfb1, sfb2;
+  Shape shape;
+};
+
+// Reads the six headers (no data) and checks that they describe one problem.
+CaseHeaders read_headers(const std::string& dir, bool batch_last) {
+  const std::string why = directory_problem(dir, false, false);
+  if (!why.empty())
+    throw InputError(dir + ": " + why + " (a case directory holds a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy)");
+  CaseHeaders c;
+  c.a = read_operand(dir, "a.npy", "(L, M, K/2) or (M, K/2)", batch_last);
+  c.b1 = read_operand(dir, "b1.npy", "(L, N, K/2) or (N, K/2)", batch_last);
+  c.b2 = read_operand(dir, "b2.npy", "(L, N, K/2) or (N, K/2)", batch_last);
+  c.sfa = read_operand(dir, "sfa.npy", "(L, M, K/16) or (M, K/16)", batch_last);
+  c.sfb1 = read_operand(dir, "sfb1.npy", "(L, N, K/16) or (N, K/16)", batch_last);
+  c.sfb2 = read_operand(dir, "sfb2.npy", "(L, N, K/16) or (N, K/16)", batch_last);
+  const Operand &a = c.a, &b1 = c.b1, &b2 = c.b2;
 
   const int64_t L = a.L, M = a.rows, N = b1.rows, K = 2 * a.cols;
   const std::string ks = "K = " + std::to_string(K) + " (from a.npy, " + std::to_string(a.cols) + " bytes per row)";
   if (K % 16 != 0) fail(a.path, ks + " is not a multiple of 16 (one E4M3 scale per 16 elements)");
-  for (const Operand* op : {&b1, &b2, &sfa, &sfb1, &sfb2})
+  for (const Operand* op : {&c.b1, &c.b2, &c.sfa, &c.sfb1, &c.sfb2})
     if (op->L != L)
       fail(op->path, "L = " + std::to_string(op->L) + " but a.npy has L = " + std::to_string(L) +
                          (batch_last ? " (batch-last order)" : " (batch-first order; pass batch_last for (rows, cols, L))"));
@@ -103,26 +118,36 @@ Problem load_case(const std::string& dir, bool batch_last) {
     if (sf.cols != K / 16)
       fail(sf.path, std::to_string(sf.cols) + " scales per row, but " + ks + " needs K/16 = " + std::to_string(K / 16));
   };
-  check_sf(sfa, M, "a.npy");
-  check_sf(sfb1, N, "b1.npy");
-  check_sf(sfb2, N, "b1.npy");
+  check_sf(c.sfa, M, "a.npy");
+  check_sf(c.sfb1, N, "b1.npy");
+  check_sf(c.sfb2, N, "b1.npy");
 
-  Problem p;
-  p.shape.M = M;
-  p.shape.N = N;
-  p.shape.K = K;
-  p.shape.L = L;
+  c.shape.M = M;
+  c.shape.N = N;
+  c.shape.K = K;
+  c.shape.L = L;
   try {
-    p.shape.validate();
+    c.shape.validate();
   } catch (const InputError& e) {
     throw InputError(dir + ": " + e.what());
   }
-  p.a = std::move(a.data);
-  p.b1 = std::move(b1.data);
-  p.b2 = std::move(b2.data);
-  p.sfa = std::move(sfa.data);
-  p.sfb1 = std::move(sfb1.data);
-  p.sfb2 = std::move(sfb2.data);
+  return c;
+}
+
+}  // namespace
+
+Shape read_case_shape(const std::string& dir, bool batch_last) { return read_headers(dir, batch_last).shape; }
+
+Problem load_case(const std::string& dir, bool batch_last) {
+  const CaseHeaders c = read_headers(dir, batch_last);
+  Problem p;
+  p.shape = c.shape;
+  p.a = read_operand_data(c.a, batch_last);
+  p.b1 = read_operand_data(c.b1, batch_last);
+  p.b2 = read_operand_data(c.b2, batch_last);
+  p.sfa = read_operand_data(c.sfa, batch_last);
+  p.sfb1 = read_operand_data(c.sfb1, batch_last);
+  p.sfb2 = read_operand_data(c.sfb2, batch_last);
   p.validate();  // sizes follow from the checks above; this is a last guard
   return p;
 }
@@ -149,18 +174,21 @@ void save_case(const std::string& dir, const Problem& p) {
 }
 
 std::vector<uint16_t> load_output(const std::string& path, const Shape& shape, bool batch_last) {
-  NpyArray arr = read_npy(path);
-  if (arr.type != NpyType::F16)
-    fail(path, std::string("dtype ") + npy_type_name(arr.type) + ", expected float16 (the kernel's fp16 output)");
+  // The header is checked before any data is read: a wrong or huge shape costs nothing.
+  NpyArray arr = read_npy(path, [&](const NpyHeader& h) {
+    if (h.type != NpyType::F16)
+      fail(path, std::string("dtype ") + npy_type_name(h.type) + ", expected float16 (the kernel's fp16 output)");
+    const auto& s = h.shape;
+    const std::vector<int64_t> want_first{shape.L, shape.M, shape.N}, want_last{shape.M, shape.N, shape.L};
+    const std::vector<int64_t> want2{shape.M, shape.N};
+    const bool ok = (shape.L == 1 && s == want2) || s == (batch_last ? want_last : want_first);
+    if (!ok)
+      fail(path, "shape " + shape_str(s) + " does not match the problem " + shape.str() + ": expected " +
+                     shape_str(batch_last ? want_last : want_first) +
+                     (shape.L == 1 ? " or " + shape_str(want2) : std::string()) +
+                     (batch_last ? " (batch-last)" : ""));
+  });
   const auto& s = arr.shape;
-  const std::vector<int64_t> want_first{shape.L, shape.M, shape.N}, want_last{shape.M, shape.N, shape.L};
-  const std::vector<int64_t> want2{shape.M, shape.N};
-  const bool ok = (shape.L == 1 && s == want2) || s == (batch_last ? want_last : want_first);
-  if (!ok)
-    fail(path, "shape " + shape_str(s) + " does not match the problem " + shape.str() + ": expected " +
-                   shape_str(batch_last ? want_last : want_first) +
-                   (shape.L == 1 ? " or " + shape_str(want2) : std::string()) +
-                   (batch_last ? " (batch-last)" : ""));
   std::vector<uint8_t> bytes = std::move(arr.data);
   if (s.size() == 3 && batch_last) bytes = batch_last_to_first(bytes.data(), shape.M, shape.N, shape.L, 2);
   std::vector<uint16_t> out(bytes.size() / 2);

@@ -17,6 +17,9 @@
 namespace nvfp4 {
 
 Problem load_case(const std::string& dir, bool batch_last = false);
+// The problem's shape from the six headers alone, with every check load_case makes except those
+// of the data itself (which it does not read): how much a case needs, known before it is loaded.
+Shape read_case_shape(const std::string& dir, bool batch_last = false);
 // Writes the six input files (batch-first, 3-D when L > 1, else 2-D).
 void save_case(const std::string& dir, const Problem& p);
 // Reads an fp16 output array (L, M, N) or (M, N) and checks it against `shape`.

@@ -4,22 +4,21 @@
 //   "\x93NUMPY" major minor | header length (u16 LE for v1, u32 LE for v2/v3) | header | data
 // The header is a Python dict literal {'descr': <str>, 'fortran_order': <bool>, 'shape': <tuple>},
 // padded with spaces and ended by '\n'. This reader parses that literal with a small bounded
-// tokenizer (no eval, no recursion), refuses anything else, and checks the data length exactly:
-// data shorter than the header promises (truncated) or longer (trailing bytes) is an error.
+// tokenizer (no eval, no recursion), refuses anything else, and checks the data length exactly
+// against the file's size before any data is read: data shorter than the header promises
+// (truncated) or longer (trailing bytes) is an error, and a header longer than 1 MiB is refused.
 // Accepted descr strings: '|u1' (also '<u1' and '>u1', byte order meaning nothing for one byte),
 // '<f2', '<f4', '<f8'. Big-endian floats ('>f4') are refused with a hint, as is everything else.
 // Fortran-order data is transposed to C order on read; writing is always C order, version 1.0.
 #include "npy.hpp"
 
-#include <sys/stat.h>
-
+#include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "errors.hpp"
+#include "user_file.hpp"
 
 namespace nvfp4 {
 
@@ -196,9 +195,16 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 }  // namespace
 
-NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
+int64_t NpyHeader::count() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+size_t npy_header_end(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& name) {
   static const uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  if (size < 10) fail(name, "too short to be a .npy file (" + std::to_string(size) + " bytes)");
+  if (file_size < 10 || size < 10)
+    fail(name, "too short to be a .npy file (" + std::to_string(file_size) + " bytes)");
   if (std::memcmp(bytes, kMagic, 6) != 0) fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
   const int major = bytes[6], minor = bytes[7];
   if (major < 1 || major > 3 || minor != 0)
@@ -209,15 +215,25 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
     header_len = size_t(bytes[8]) | (size_t(bytes[9]) << 8);
     pos = 10;
   } else {
-    if (size < 12) fail(name, "truncated: the header length field is incomplete");
+    if (file_size < 12 || size < 12) fail(name, "truncated: the header length field is incomplete");
     header_len = size_t(bytes[8]) | (size_t(bytes[9]) << 8) | (size_t(bytes[10]) << 16) | (size_t(bytes[11]) << 24);
     pos = 12;
   }
-  if (header_len > size - pos)
+  if (header_len > file_size - pos)
     fail(name, "truncated: the header claims " + std::to_string(header_len) + " bytes, only " +
-                   std::to_string(size - pos) + " follow");
+                   std::to_string(file_size - pos) + " follow");
+  if (header_len > kNpyMaxHeaderBytes)
+    fail(name, "malformed header: " + std::to_string(header_len) + " header bytes, more than the " +
+                   std::to_string(kNpyMaxHeaderBytes) + " this reader accepts");
+  return pos + header_len;
+}
+
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& name) {
+  const size_t end = npy_header_end(bytes, size, file_size, name);
+  if (size < end) throw std::logic_error(name + ": parse_npy_header needs the whole header in memory");
+  const size_t pos = bytes[6] == 1 ? 10 : 12;
   const char* hbeg = reinterpret_cast<const char*>(bytes + pos);
-  const char* hend = hbeg + header_len;
+  const char* hend = reinterpret_cast<const char*>(bytes + end);
 
   HeaderParser hp(hbeg, hend, name);
   bool have_descr = false, have_order = false, have_shape = false, fortran = false;
@@ -253,37 +269,48 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
     fail(name, std::string("malformed header: missing key '") +
                    (!have_descr ? "descr" : !have_order ? "fortran_order" : "shape") + "'");
 
-  NpyArray arr;
-  arr.type = parse_descr(descr, name);
+  NpyHeader h;
+  h.type = parse_descr(descr, name);
   if (shape.empty() || shape.size() > kMaxDims)
     fail(name, "array has " + std::to_string(shape.size()) + " dimensions " + shape_str(shape) +
                    "; 1 to 3 are supported");
-  arr.shape = shape;
+  h.shape = shape;
+  h.fortran_order = fortran;
+  h.data_offset = end;
 
-  // Data length: overflow-checked product, compared with what the file holds.
-  const size_t es = npy_type_size(arr.type);
-  const size_t avail = size - pos - header_len;
-  size_t need = es;
+  // Data length: overflow-checked product, compared with what the file holds after the header.
+  const uint64_t avail = file_size - end;
+  uint64_t need = npy_type_size(h.type);
   bool too_big = false;
   for (int64_t d : shape) {
-    if (d != 0 && need > (~size_t(0)) / size_t(d)) too_big = true;
-    if (!too_big) need *= size_t(d);
+    if (d != 0 && need > (~uint64_t(0)) / uint64_t(d)) too_big = true;
+    if (!too_big) need *= uint64_t(d);
   }
   if (too_big || need > avail)
-    fail(name, "truncated: shape " + shape_str(shape) + " of " + npy_type_name(arr.type) + " needs " +
+    fail(name, "truncated: shape " + shape_str(shape) + " of " + npy_type_name(h.type) + " needs " +
                    (too_big ? std::string("more than 2^64") : std::to_string(need)) + " data bytes, the file has " +
                    std::to_string(avail));
   if (need < avail)
     fail(name, std::to_string(avail - need) + " unexpected bytes after the data of shape " + shape_str(shape));
+  if (need > uint64_t(~size_t(0))) fail(name, "data of " + std::to_string(need) + " bytes cannot be addressed here");
+  h.data_bytes = size_t(need);
+  return h;
+}
 
-  const uint8_t* data = bytes + pos + header_len;
-  arr.data.resize(need);
-  if (!fortran || shape.size() == 1 || need == 0) {
-    if (need) std::memcpy(arr.data.data(), data, need);
-    return arr;
+namespace {
+
+// The data bytes as stored (C or Fortran order) -> arr.data in C order.
+void store_c_order(const NpyHeader& h, const uint8_t* data, NpyArray& arr) {
+  arr.type = h.type;
+  arr.shape = h.shape;
+  arr.data.resize(h.data_bytes);
+  if (!h.fortran_order || h.shape.size() == 1 || h.data_bytes == 0) {
+    if (h.data_bytes) std::memcpy(arr.data.data(), data, h.data_bytes);
+    return;
   }
   // Fortran (column-major) -> C (row-major). Pad the shape to 3-D as (d0, d1, d2).
-  const int64_t d0 = shape[0], d1 = shape[1], d2 = shape.size() == 3 ? shape[2] : 1;
+  const size_t es = npy_type_size(h.type);
+  const int64_t d0 = h.shape[0], d1 = h.shape[1], d2 = h.shape.size() == 3 ? h.shape[2] : 1;
   for (int64_t i = 0; i < d0; ++i)
     for (int64_t j = 0; j < d1; ++j)
       for (int64_t k = 0; k < d2; ++k) {
@@ -291,19 +318,54 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
         const size_t f_idx = size_t(i + d0 * (j + d1 * k));
         std::memcpy(arr.data.data() + c_idx * es, data + f_idx * es, es);
       }
+}
+
+// Reads the header of an open file (never past it); the file is left positioned at the data.
+NpyHeader read_header(UserFile& f) {
+  const uint64_t file_size = f.size();
+  std::vector<uint8_t> head(size_t(std::min<uint64_t>(file_size, 10)));
+  f.read_exact(head.data(), head.size());
+  if (head.size() == 10 && head[6] >= 2 && file_size >= 12) {
+    head.resize(12);
+    f.read_exact(head.data() + 10, 2);
+  }
+  const size_t end = npy_header_end(head.data(), head.size(), file_size, f.path());
+  const size_t have = head.size();
+  head.resize(end);
+  f.read_exact(head.data() + have, end - have);
+  return parse_npy_header(head.data(), head.size(), file_size, f.path());
+}
+
+}  // namespace
+
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
+  const NpyHeader h = parse_npy_header(bytes, size, size, name);
+  NpyArray arr;
+  store_c_order(h, bytes + h.data_offset, arr);
   return arr;
 }
 
-NpyArray read_npy(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::vector<uint8_t> bytes(size_t(st.st_size));
-  if (!bytes.empty()) in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
-  if (size_t(in.gcount()) != bytes.size()) fail(path, "read error (file changed while reading?)");
-  return parse_npy(bytes.data(), bytes.size(), path);
+NpyHeader read_npy_header(const std::string& path) {
+  UserFile f = UserFile::open_read(path);
+  return read_header(f);
+}
+
+NpyArray read_npy(const std::string& path, const std::function<void(const NpyHeader&)>& before_data) {
+  UserFile f = UserFile::open_read(path);
+  const NpyHeader h = read_header(f);
+  if (before_data) before_data(h);
+  NpyArray arr;
+  if (!h.fortran_order || h.shape.size() == 1) {
+    arr.type = h.type;
+    arr.shape = h.shape;
+    arr.data.resize(h.data_bytes);
+    f.read_exact(arr.data.data(), h.data_bytes);
+    return arr;
+  }
+  std::vector<uint8_t> stored(h.data_bytes);
+  f.read_exact(stored.data(), stored.size());
+  store_c_order(h, stored.data(), arr);
+  return arr;
 }
 
 void write_npy(const std::string& path, const NpyArray& array) {
@@ -325,16 +387,13 @@ void write_npy(const std::string& path, const NpyArray& array) {
   header.append(pad, ' ');
   header += '\n';
   if (header.size() > 0xFFFF) throw std::invalid_argument(path + ": write_npy: header too long");
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
+  UserFile out = UserFile::open_write(path);
   const uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size() & 0xFF),
                            uint8_t(header.size() >> 8)};
-  out.write(reinterpret_cast<const char*>(pre), 10);
-  out.write(header.data(), std::streamsize(header.size()));
-  if (!array.data.empty())
-    out.write(reinterpret_cast<const char*>(array.data.data()), std::streamsize(array.data.size()));
+  out.write_all(pre, 10);
+  out.write_all(header.data(), header.size());
+  out.write_all(array.data.data(), array.data.size());
   out.close();
-  if (!out) throw std::runtime_error(path + ": write failed: " + std::strerror(errno));
 }
 
 }  // namespace nvfp4

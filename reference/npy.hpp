@@ -3,9 +3,14 @@
 // Supported element types: uint8 ('|u1'), float16 ('<f2'), float32 ('<f4'), float64 ('<f8');
 // C and Fortran order; 1 to 3 dimensions. Arrays are returned in C order whatever the file's
 // order. Every malformed, truncated or unsupported file throws InputError naming the file and
-// the problem; nothing here crashes on hostile bytes (tests/fuzz_npy.cpp fuzzes it).
+// the problem; nothing here crashes on hostile bytes (tests/fuzz/fuzz_npy.cpp fuzzes it).
+// Reading a file costs what its header promises and no more: the header is parsed and its data
+// length compared with the file's size (fstat) before any data is read, a caller can refuse the
+// header (its shape, its size) before the data is allocated, and exactly the promised bytes are
+// read. Paths are opened through user_file.hpp: a FIFO or device is refused, never waited on.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,10 +27,36 @@ struct NpyArray {
   int64_t count() const;       // product of the shape
 };
 
+// What a file's header says, checked against the file's size.
+struct NpyHeader {
+  NpyType type = NpyType::U8;
+  std::vector<int64_t> shape;  // 1..3 dimensions
+  bool fortran_order = false;
+  size_t data_offset = 0;      // bytes before the data (magic, version, length, header)
+  size_t data_bytes = 0;       // exactly what follows the header
+  int64_t count() const;
+};
+
+// Headers longer than this are refused (NumPy writes at most a few hundred bytes).
+constexpr size_t kNpyMaxHeaderBytes = size_t(1) << 20;
+
+// Parses the header at the start of `bytes` (`size` of them available) of a file of `file_size`
+// bytes; throws InputError unless the data length the header implies is exactly what the file
+// holds after it. `size` must cover the header (npy_header_end says how far it reaches).
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& name);
+// Where the header of a file of `file_size` bytes ends, from its first 12 bytes (fewer when the
+// file is shorter): checks the magic, the version and the header length.
+size_t npy_header_end(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& name);
+
 // Parses a whole file held in memory; `name` is used in error messages.
 NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name);
-NpyArray read_npy(const std::string& path);
-// Writes a C-order version 1.0 file. Throws std::runtime_error if the file cannot be written.
+// Reads the header alone (no data byte is read).
+NpyHeader read_npy_header(const std::string& path);
+// Reads a file. `before_data`, when given, sees the checked header before any data is read or
+// allocated and may throw to refuse it (a shape the caller cannot use, a size it cannot hold).
+NpyArray read_npy(const std::string& path, const std::function<void(const NpyHeader&)>& before_data = {});
+// Writes a C-order version 1.0 file. Throws InputError if the path is not a regular file or a new
+// one in an existing directory (user_file.hpp), std::runtime_error if the write fails.
 void write_npy(const std::string& path, const NpyArray& array);
 
 }  // namespace nvfp4

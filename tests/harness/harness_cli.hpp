@@ -1,9 +1,13 @@
 // harness_cli.hpp — test helpers that run the REAL harness binary (NVFP4_HARNESS_BIN) as a user
 // would: exit code, combined output, wall time, and the trials of its JSON report.
 #pragma once
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,8 +27,15 @@ struct Result {
   double seconds = 0;  // wall time of the whole command
 };
 
+// The harness under test: NVFP4_HARNESS_BIN from the environment when set (to run the same tests
+// against another build), else the one built with the tests.
+inline std::string harness_bin() {
+  const char* env = std::getenv("NVFP4_HARNESS_BIN");
+  return env && *env ? env : NVFP4_HARNESS_BIN;
+}
+
 inline Result run(const std::string& args) {
-  const std::string cmd = std::string(NVFP4_HARNESS_BIN) + " " + args + " 2>&1";
+  const std::string cmd = harness_bin() + " " + args + " 2>&1";
   const auto t0 = std::chrono::steady_clock::now();
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -35,6 +46,62 @@ inline Result run(const std::string& args) {
   const int st = pclose(p);
   r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+// Runs the harness with exactly these arguments (no shell: empty strings stay arguments) in its
+// own process group, stdin from /dev/null; past `timeout_s` the whole group is killed (SIGKILL)
+// and `timed_out` is set, so a harness that hangs fails the test instead of hanging it.
+struct TimedResult : Result {
+  bool timed_out = false;
+};
+
+inline TimedResult run_argv(const std::vector<std::string>& args, double timeout_s) {
+  TimedResult r;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  const std::string bin = harness_bin();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(bin.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so the group exists before any kill below
+  close(fds[1]);
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  char buf[4096];
+  for (;;) {
+    const double left = timeout_s - elapsed();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, int(left * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // the deadline is checked at the top
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;  // every writer closed: the harness (and anything it started) is done
+    if (r.out.size() < (1u << 20)) r.out.append(buf, size_t(n));
+  }
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (r.timed_out) kill(-pid, SIGKILL);  // children of the group that outlived the leader
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.seconds = elapsed();
   return r;
 }
 

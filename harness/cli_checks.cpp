@@ -1,0 +1,346 @@
+// cli_checks.cpp — the harness CLI's up-front refusals (see cli_checks.hpp).
+#include "cli_checks.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "autotune.hpp"
+#include "distributions.hpp"
+#include "errors.hpp"
+#include "registry.hpp"
+#include "user_file.hpp"
+
+namespace po = boost::program_options;
+
+namespace nvfp4::cli {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& what) { throw InputError(what); }
+
+bool blank(const std::string& s) { return s.find_first_not_of(" \t\n\r") == std::string::npos; }
+
+// "12.3 GiB" (or MiB below 1 GiB).
+std::string gib(double bytes) {
+  char buf[48];
+  if (bytes < double(1u << 30))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1u << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1u << 30));
+  return buf;
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// A decimal unsigned integer below 2^64, nothing else (no sign, no exponent, no spaces).
+bool is_u64(const std::string& s) {
+  if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    const uint64_t d = uint64_t(c - '0');
+    if (v > (~uint64_t(0) - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  return true;
+}
+
+// Whether two paths name the same existing file.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+std::string in_dir(const std::string& dir, const std::string& file) {
+  return dir.empty() || dir.back() == '/' ? dir + file : dir + "/" + file;
+}
+
+const char* const kCaseFiles[] = {"a.npy", "b1.npy", "b2.npy", "sfa.npy", "sfb1.npy", "sfb2.npy"};
+
+template <typename T>
+T get(const po::variables_map& vm, const char* name) {
+  return vm[name].as<T>();
+}
+
+}  // namespace
+
+void check_tokens(const po::parsed_options& parsed) {
+  for (const auto& o : parsed.options) {
+    if (o.string_key.empty() || o.position_key >= 0) {
+      const std::string tok = !o.original_tokens.empty() ? o.original_tokens.front()
+                              : !o.value.empty()         ? o.value.front()
+                                                         : std::string();
+      refuse("unexpected argument '" + tok +
+             "': every option takes one value; write lists with commas (--verify plain,fused; "
+             "--shape 1x1x16,7x13x48)");
+    }
+    const std::string opt = "--" + o.string_key;
+    for (const auto& v : o.value)
+      if (blank(v)) refuse(opt + " needs a value (got an empty string)");
+    if (o.string_key == "seed" || o.string_key == "bench-seed")
+      for (const auto& v : o.value)
+        if (!is_u64(v)) refuse(opt + " '" + v + "': expected an integer in [0, 2^64 - 1]");
+  }
+}
+
+void check_values(const po::variables_map& vm) {
+  auto at_least = [&](const char* name, int lo) {
+    const int v = get<int>(vm, name);
+    if (v < lo) refuse(std::string("--") + name + " must be >= " + std::to_string(lo) + " (got " + std::to_string(v) + ")");
+  };
+  at_least("warmup", 0);
+  at_least("runs", 1);
+  at_least("tune-reps", 1);
+  // Seconds are bounded so that deadline arithmetic cannot overflow (a huge budget would wrap
+  // into the past); NaN fails both comparisons.
+  auto seconds = [&](const char* name, bool zero_ok) {
+    const double v = get<double>(vm, name);
+    if (!(zero_ok ? v >= 0 : v > 0) || !(v <= 1e6))
+      refuse(std::string("--") + name + " must be a " + (zero_ok ? "non-negative" : "positive") +
+             " number of seconds, at most 1e6 (got " + number(v) + ")");
+  };
+  for (const char* b : {"budget-init", "budget-tune", "budget-warmup", "budget-capture", "budget-run", "budget-trial"})
+    seconds(b, false);
+  seconds("tune-time", false);
+  seconds("slow-seconds", true);
+  if (vm.count("max-memory")) {
+    const double g = get<double>(vm, "max-memory");
+    if (!(g > 0) || !(g <= 1e6)) refuse("--max-memory must be a positive number of GiB, at most 1e6 (got " + number(g) + ")");
+  }
+
+  const bool inputs = vm.count("inputs") > 0;
+  for (const char* needs_inputs : {"batch-last", "check", "save-output"})
+    if (vm.count(needs_inputs) && !inputs)
+      refuse(std::string("--") + needs_inputs + " needs --inputs DIR (it is about a case directory)");
+  if (inputs)
+    for (const char* generated : {"shape", "dist", "seed"})
+      if (vm.count(generated))
+        refuse(std::string("--") + generated + " describes generated cases; not with --inputs (the directory is the case)");
+  if (vm.count("verify") && vm.count("bisect")) refuse("--verify and --bisect are separate modes; give one");
+}
+
+void check_paths(const po::variables_map& vm) {
+  for (const char* out : {"json", "save-output", "junit", "html"}) {
+    if (!vm.count(out)) continue;
+    const std::string path = get<std::string>(vm, out);
+    const std::string why = output_file_problem(path);
+    if (!why.empty()) refuse(std::string("--") + out + " " + path + ": " + why);
+  }
+  if (vm.count("json") && vm.count("save-output") &&
+      (get<std::string>(vm, "json") == get<std::string>(vm, "save-output") ||
+       same_file(get<std::string>(vm, "json"), get<std::string>(vm, "save-output"))))
+    refuse("--json and --save-output name the same file " + get<std::string>(vm, "json"));
+  if (vm.count("check")) {
+    const std::string path = get<std::string>(vm, "check");
+    const std::string why = input_file_problem(path);
+    if (!why.empty()) refuse("--check " + path + ": " + why);
+  }
+  if (vm.count("inputs")) {
+    const std::string dir = get<std::string>(vm, "inputs");
+    const std::string why = directory_problem(dir, false, false);
+    if (!why.empty()) refuse("--inputs " + dir + ": " + why);
+    // Outputs never overwrite the case's own inputs.
+    for (const char* out : {"json", "save-output", "junit", "html"})
+      if (vm.count(out))
+        for (const char* f : kCaseFiles)
+          if (same_file(get<std::string>(vm, out), in_dir(dir, f)))
+            refuse(std::string("--") + out + " " + get<std::string>(vm, out) + ": is the case's input " + f +
+                   " (it would be overwritten)");
+  }
+  if (vm.count("tune-cache")) {
+    const std::string dir = get<std::string>(vm, "tune-cache");
+    std::string why = directory_problem(dir, true, true);
+    if (!why.empty()) refuse("--tune-cache " + dir + ": " + why);
+    const std::string file = autotune_cache_file(dir);
+    struct stat st;
+    if (::lstat(file.c_str(), &st) == 0) {
+      why = input_file_problem(file);
+      if (why.empty()) why = output_file_problem(file);
+      if (!why.empty()) refuse("--tune-cache " + dir + ": its cache file " + file + " " + why);
+    }
+  }
+}
+
+void check_case_output(const std::string& inputs_dir, const std::string& c_npy) {
+  const std::string why = input_file_problem(c_npy);
+  if (!why.empty())
+    refuse(c_npy + ": " + why + " (a c.npy in the --inputs directory " + inputs_dir +
+           " is checked against the exact reference)");
+}
+
+std::vector<std::string> list_values(const po::variables_map& vm, const char* option) {
+  if (!vm.count(option)) return {};
+  const std::string opt = std::string("--") + option;
+  std::vector<std::string> items;
+  // Repeatable options hold a vector of values, the others one string.
+  std::vector<std::string> values;
+  if (const auto* many = boost::any_cast<std::vector<std::string>>(&vm[option].value()))
+    values = *many;
+  else
+    values.push_back(get<std::string>(vm, option));
+  for (const auto& value : values) {
+    if (blank(value)) refuse(opt + " needs a value (got an empty string)");
+    std::string cur;
+    for (char ch : value + ",") {
+      if (ch == ',') {
+        if (cur.empty()) refuse(opt + " '" + value + "': empty item in the comma-separated list");
+        items.push_back(cur);
+        cur.clear();
+      } else if (ch != ' ') {
+        cur += ch;
+      }
+    }
+  }
+  return items;
+}
+
+SuiteFilter suite_filter(const po::variables_map& vm) {
+  SuiteFilter f;
+  for (const auto& s : list_values(vm, "shape")) {
+    try {
+      f.shapes.push_back(Shape::parse(s));
+    } catch (const InputError& e) {
+      refuse(std::string("--shape: ") + e.what());
+    }
+  }
+  const auto& names = distribution_names();
+  for (const auto& d : list_values(vm, "dist")) {
+    if (std::find(names.begin(), names.end(), d) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      refuse("--dist: unknown distribution '" + d + "' (known: " + known + ")");
+    }
+    f.dists.push_back(d);
+  }
+  if (vm.count("seed")) f.seed = get<uint64_t>(vm, "seed");  // digits below 2^64: check_tokens
+  return f;
+}
+
+std::vector<Fault> faults(const po::variables_map& vm) {
+  std::vector<Fault> out;
+  if (!vm.count("inject")) return out;
+  for (const auto& text : vm["inject"].as<std::vector<std::string>>()) {
+    Fault f;
+    try {
+      f = Fault::parse(text);
+    } catch (const InputError& e) {
+      refuse(std::string("--inject: ") + e.what());
+    }
+    if (f.conditional) {
+      const Registry& reg = Registry::instance();
+      bool valid = false;
+      std::string first_error, known;
+      for (const auto* b : reg.backends()) {
+        try {
+          check_combo(b->name, f.only_if);
+          valid = true;
+        } catch (const InputError& e) {
+          if (first_error.empty()) first_error = e.what();
+        }
+        std::string names;
+        for (const auto* o : reg.optimizations(b->name)) names += (names.empty() ? "" : " ") + o->name;
+        known += (known.empty() ? "" : "; ") + b->name + ": " + names;
+      }
+      if (!valid)
+        refuse("--inject " + text + ": if=" + f.only_if.str() +
+               " is no combination of any backend, so the fault would never fire (" + first_error +
+               "; optimizations: " + known + ")");
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+// ---- memory ----
+
+MemoryLimit memory_limit(const po::variables_map& vm) {
+  MemoryLimit lim;
+  if (vm.count("max-memory")) {
+    lim.bytes = get<double>(vm, "max-memory") * double(1u << 30);
+    lim.source = "--max-memory";
+    return lim;
+  }
+  {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    std::string unit;
+    while (f >> key >> kb) {
+      std::getline(f, unit);
+      if (key == "MemAvailable:") {
+        lim.bytes = kb * 1024;
+        lim.source = "MemAvailable in /proc/meminfo";
+        break;
+      }
+    }
+  }
+  if (lim.source.empty()) {
+    lim.bytes = double(sysconf(_SC_AVPHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+    lim.source = "free physical memory";
+  }
+  // A container's own limit (cgroup v2) is lower than the machine's when it is set.
+  std::ifstream max_f("/sys/fs/cgroup/memory.max"), cur_f("/sys/fs/cgroup/memory.current");
+  std::string max_s;
+  double cur = 0;
+  if (max_f >> max_s && max_s != "max" && cur_f >> cur) {
+    const double room = std::max(0.0, std::strtod(max_s.c_str(), nullptr) - cur);
+    if (room < lim.bytes) {
+      lim.bytes = room;
+      lim.source = "the cgroup's memory.max less memory.current";
+    }
+  }
+  return lim;
+}
+
+MemoryEstimate estimate_memory(const Shape& s, int runs) {
+  const double L = double(s.L), M = double(s.M), N = double(s.N), K = double(s.K);
+  const double lmn = L * M * N, T = std::max(1u, std::thread::hardware_concurrency());
+  const double problem = L * (M + 2 * N) * (K / 2 + K / 16);  // A, B1, B2 and their scales
+  MemoryEstimate e;
+
+  // Parent, reference/reference.cpp: G, U, |G| and |U| sums in double and C in fp16; the decoded
+  // A super-block (at most 2^25 rows x K elements) with its |A|; per worker thread 2*min(N, 256)
+  // decoded B rows (fp64 and |B|) and the products of its tile.
+  const double w = 2 * std::min(N, 256.0);
+  const double super_m = std::max(1.0, std::min(M, std::floor(double(1 << 25) / K)));
+  const double n_chunks = std::ceil(N / 256);
+  double tile_m = super_m;
+  if (n_chunks < 2 * T) {
+    const double m_tiles = std::max(1.0, std::min(std::ceil(2 * T / n_chunks), std::ceil(super_m / 16)));
+    tile_m = std::ceil(super_m / m_tiles);
+  }
+  e.reference = problem + 34 * lmn + 16 * super_m * K + T * (16 * w * K + 21 * tile_m * w);
+  if (runs <= 0) return e;
+
+  // A trial child (the CPU paths hold the most on the host, optimized/cpu/): the problem, the
+  // plan's C and the run stage's copy; plain's fp32 G and U, their copies read back and decoded
+  // A, or fused's decoded [B1; B2] and per-thread row blocks (up to 256 rows). The parent then
+  // reads back every checked call's C and the fp32 intermediates.
+  const double plain = 16 * lmn + 4 * M * K + T * 256 * K * 4;
+  const double fused = 8 * N * K + T * 256 * (K + 2 * N) * 4;
+  const double child = problem + 4 * lmn + std::max(plain, fused);
+  e.trial = child + 2 * lmn * runs + 8 * lmn;
+  return e;
+}
+
+void check_memory(const Shape& s, int runs, const MemoryLimit& limit, const std::string& what) {
+  const MemoryEstimate e = estimate_memory(s, runs);
+  if (e.total() <= limit.bytes) return;
+  refuse(what + ": shape " + s.str() + " needs about " + gib(e.total()) + " (exact reference " + gib(e.reference) +
+         (runs > 0 ? ", a trial " + gib(e.trial) : std::string()) + "), more than the " + gib(limit.bytes) +
+         " available (" + limit.source + (limit.source == "--max-memory" ? "" : "; --max-memory GiB sets the limit") +
+         ")");
+}
+
+}  // namespace nvfp4::cli
