@@ -151,11 +151,14 @@ int run(int argc, char** argv) {
   suite.add_options()
       ("shape", po::value<std::vector<std::string>>()->composing(), "MxNxK[xL][,...] (repeatable)")
       ("dist", po::value<std::vector<std::string>>()->composing(), "distribution name[,...] (repeatable)")
-      ("seed", po::value<uint64_t>(), "seed for every case");
+      ("seed", po::value<uint64_t>(), "seed for every case")
+      ("alpha", po::value<std::string>(), "A1,A2: the global scales alpha1, alpha2 of every case (also with --inputs)");
   po::options_description trial("Trials");
   trial.add_options()
       ("warmup", po::value<int>()->default_value(d.warmup), "eager calls in stage warmup")
       ("runs", po::value<int>()->default_value(d.runs), "checked calls in stage run (each one checked)")
+      ("fresh", po::value<std::string>()->default_value(input_set_name(d.fresh)),
+       "what each checked call gets new: 'activations' (A and SFA, as in an engine) or 'all' (all six inputs and the alphas)")
       ("tune-cache", po::value<std::string>(),
        "directory of the on-disk autotune cache (default: none, in-process only, so stage tune really tunes)")
       ("tune-reps", po::value<int>()->default_value(d.plan.tune_reps), "timed calls per autotune candidate")
@@ -204,6 +207,9 @@ int run(int argc, char** argv) {
   TrialOptions opt;
   opt.warmup = vm["warmup"].as<int>();
   opt.runs = vm["runs"].as<int>();
+  const std::string fresh = vm["fresh"].as<std::string>();
+  if (fresh != "activations" && fresh != "all") throw InputError("--fresh must be 'activations' or 'all'");
+  opt.fresh = fresh == "all" ? InputSet::All : InputSet::Activations;
   if (opt.warmup < 0) throw InputError("--warmup must be >= 0");
   if (opt.runs < 1) throw InputError("--runs must be >= 1");
   opt.budget.init = vm["budget-init"].as<double>();
@@ -246,6 +252,7 @@ int run(int argc, char** argv) {
     filter.dists.push_back(dname);
   }
   if (vm.count("seed")) filter.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("alpha")) filter.alphas = parse_alphas(vm["alpha"].as<std::string>());
 
   const bool explicit_backend = !vm["backend"].defaulted();
   const std::vector<std::string> backends = chosen_backends(vm["backend"].as<std::string>());
@@ -265,6 +272,7 @@ int run(int argc, char** argv) {
     CaseSpec c;
     c.inputs_dir = vm["inputs"].as<std::string>();
     c.batch_last = vm.count("batch-last") > 0;
+    if (filter.alphas) c.alpha1 = filter.alphas->first, c.alpha2 = filter.alphas->second;
     if (!filter.empty()) throw InputError("--shape/--dist/--seed describe generated cases; not with --inputs");
     const Problem p = c.make();  // validates the directory now (InputError: exit 2)
     const bool path_mode = vm.count("verify") || vm.count("bisect") || explicit_backend;
@@ -349,7 +357,8 @@ int run(int argc, char** argv) {
         if (per_backend.count(b))
           verify_combos(session, b, per_backend[b], cases_for(b), save_path.empty() ? nullptr : &first_output);
       if (!save_path.empty()) {
-        // Case-directory mode: the path's output (last checked call of the first trial that ran).
+        // Case-directory mode: the path's output on the case's own inputs (the first checked call
+        // of the first trial that ran).
         if (first_output.empty()) {
           std::cout << "no output written to " << save_path << ": no trial ran to completion\n";
         } else {

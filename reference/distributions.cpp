@@ -342,6 +342,7 @@ void negate_elements(std::vector<uint8_t>& packed, uint64_t seed) {
   SplitMix64 g = stream(seed, kMisc);
   for (size_t i = 0; i < packed.size(); i += 8) {
     uint64_t r = g.next();
+    r &= g.next();  // each bit set with probability 1/4
     for (size_t j = i; j < packed.size() && j < i + 8; ++j, r >>= 8)
       packed[j] = static_cast<uint8_t>(packed[j] ^ (r & 0x88));
   }

@@ -33,8 +33,9 @@ Problem make_problem(const Shape& shape, const std::string& distribution, uint64
 // Rewrites only A and SFA of `p` with the bytes make_problem(p.shape, distribution, seed) has in
 // its A and SFA (the weights and alphas are left as they are): fresh activations for a seed.
 void regenerate_activations(Problem& p, const std::string& distribution, uint64_t seed);
-// Negates a seeded pseudo-random half of the E2M1 elements of packed codes (flips sign bit 3 of
-// each chosen nibble): values keep their magnitudes, the products change. Same seed, same bytes.
+// Negates a seeded pseudo-random quarter of the E2M1 elements of packed codes (flips sign bit 3 of
+// each chosen nibble): values keep their magnitudes, the products change (a quarter rather than a
+// half, so that a row of equal values rarely cancels to zero). Same seed, same bytes.
 void negate_elements(std::vector<uint8_t>& packed, uint64_t seed);
 
 }  // namespace nvfp4
