@@ -13,12 +13,16 @@
 namespace nvfp4 {
 
 std::string float_text(float v) {
+  // The first round-tripping text without an exponent ("6000", not "6e+03"), else the shortest.
+  std::string shortest;
   char buf[48];
   for (int digits = 1; digits <= 9; ++digits) {
     std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
-    if (std::strtof(buf, nullptr) == v) break;
+    if (std::strtof(buf, nullptr) != v) continue;
+    if (std::string(buf).find('e') == std::string::npos) return buf;
+    if (shortest.empty()) shortest = buf;
   }
-  return buf;
+  return shortest.empty() ? buf : shortest;
 }
 
 std::string alphas_text(float alpha1, float alpha2) { return float_text(alpha1) + "," + float_text(alpha2); }
