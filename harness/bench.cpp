@@ -11,6 +11,15 @@
 //      synchronize (init = build_plan, tune, first call, warmup, capture), then the output checked
 //      against the exact reference (first call, and again after capture, after timing) — a
 //      combination whose output fails is reported FAIL and never timed — then the steady state.
+// Fresh inputs (harness/cases.hpp): each shape has kBenchSets input sets (set 0 the shape's case,
+// the others derived from it; --fresh activations|all says what changes) and the exact reference
+// of each. Before every timed call of a combination the next set is written into the plan
+// (Plan::set_inputs, outside the timed region, before the L2 flush), so consecutive calls never see
+// the same inputs; after every batch of timed calls the last call's output is checked against
+// the reference of its own set (the batches end on each set in turn), as are the back-to-back
+// measurement (on a set written just before it) and the checks after capture and after timing.
+// A path that skips work when its output is not poisoned, or returns a cached result, is FAIL
+// and its time is not reported.
 // Steady state ("median"): one CUDA-event pair per call on the plan's stream, with a write of
 // twice the L2 size between calls (outside the timed region), so each call starts from cold
 // caches; repeated until the median's relative standard error (1.2533 * 1.4826 * MAD / sqrt(n) /
@@ -28,11 +37,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 
+#include "cases.hpp"
 #include "compare.hpp"
 #include "distributions.hpp"
 #include "errors.hpp"
@@ -143,6 +154,8 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Stats {
+  int checks = 0;        // outputs checked during the measurement (with fresh inputs)
+  std::string failure;   // the first failing check, or empty
   int reps = 0;
   double median = NAN, min = NAN, mean = NAN, stdev = NAN, rse = NAN;  // seconds; rse relative
   double b2b = NAN;  // back-to-back mean, seconds
@@ -169,9 +182,24 @@ double median_rse(const std::vector<double>& v, double med) {
   return 1.2533 * sigma / std::sqrt(double(v.size())) / med;
 }
 
-// Times `call` (issued on gp's stream) with the stopping rule of the file header.
-Stats measure(gpu::GpuPlan& gp, const std::function<void()>& call, const BenchConfig& cfg) {
-  constexpr int kBatch = 10;
+// Input sets per shape. With batches of 10 timed calls, 3 sets make the checked (last) call of
+// successive batches use sets 0, 1, 2, 0, ...
+constexpr int kBenchSets = 3;
+constexpr int kBatch = 10;
+
+// Fresh inputs for the timed calls of a checked path: `write(i)` writes the inputs of timed call
+// i (outside the timed region); `check(i)` checks the output of call i against its own inputs'
+// reference and returns "" or the failure.
+struct Fresh {
+  std::function<void(int)> write;
+  std::function<std::string(int)> check;
+};
+
+// Times `call` (issued on gp's stream) with the stopping rule of the file header; with `fresh`,
+// rotates input sets and checks outputs as described there (a failure stops the measurement and
+// is returned in Stats::failure).
+Stats measure(gpu::GpuPlan& gp, const std::function<void()>& call, const BenchConfig& cfg,
+              const Fresh* fresh = nullptr) {
   std::vector<std::unique_ptr<gpu::Event>> start, stop;
   for (int i = 0; i < kBatch; ++i) {
     start.push_back(std::make_unique<gpu::Event>());
@@ -181,13 +209,20 @@ Stats measure(gpu::GpuPlan& gp, const std::function<void()>& call, const BenchCo
   const auto t0 = Clock::now();
   Stats s;
   while (true) {
+    const int first = int(t.size());
     for (int i = 0; i < kBatch; ++i) {
+      if (fresh) fresh->write(first + i);
       gp.flush_l2();
       start[i]->record(gp.stream());
       call();
       stop[i]->record(gp.stream());
     }
     gp.synchronize();
+    if (fresh) {
+      ++s.checks;
+      s.failure = fresh->check(first + kBatch - 1);
+      if (!s.failure.empty()) return s;
+    }
     for (int i = 0; i < kBatch; ++i) t.push_back(double(stop[i]->ms_since(*start[i])) * 1e-3);
     const int n = int(t.size());
     if (n >= cfg.min_reps) {
@@ -204,15 +239,23 @@ Stats measure(gpu::GpuPlan& gp, const std::function<void()>& call, const BenchCo
   for (double x : t) sq += (x - s.mean) * (x - s.mean);
   s.stdev = s.reps > 1 ? std::sqrt(sq / (s.reps - 1)) : 0.0;
   s.rse = median_rse(t, s.median);
-  // Back-to-back: enough calls for about 20 ms (at least 10), one event pair, no flushing.
+  // Back-to-back: enough calls for about 20 ms (at least 10), one event pair, no flushing, on
+  // inputs no timed call just used (then its output is checked).
   const int n_b2b = std::max(10, std::min(2000, int(0.02 / s.median)));
   gpu::Event b0, b1;
+  const int b2b_call = s.reps;  // the index whose inputs the back-to-back calls run on
+  if (fresh) fresh->write(b2b_call);
   call();  // one untimed call so the first timed one does not start on a flushed L2
   b0.record(gp.stream());
   for (int i = 0; i < n_b2b; ++i) call();
   b1.record(gp.stream());
   gp.synchronize();
   s.b2b = double(b1.ms_since(b0)) * 1e-3 / n_b2b;
+  if (fresh) {
+    ++s.checks;
+    s.failure = fresh->check(b2b_call);
+    if (!s.failure.empty()) s.failure += " (back-to-back calls)";
+  }
   return s;
 }
 
@@ -275,16 +318,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Checks one call's output (the plan's current output) against the reference.
-Comparison check_output(Plan& plan, const ReferenceResult& ref, const Problem& p) {
-  std::vector<uint16_t> c(size_t(p.shape.c_elems()));
-  plan.read_output(c.data());
-  std::vector<float> g, u;
-  const bool inter = plan.read_intermediates(g, u);
-  return compare_output(ref, p.alpha1, p.alpha2, c.data(), inter ? &g : nullptr,
-                        inter ? &u : nullptr);
-}
-
 }  // namespace
 
 int run_bench(const std::vector<std::string>& combo_texts, const po::variables_map& vm) {
@@ -318,6 +351,8 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
   }
   const std::string dist = vm["bench-dist"].as<std::string>();
   const uint64_t seed = vm["bench-seed"].as<uint64_t>();
+  const InputSet fresh_mode =
+      vm.count("fresh") && vm["fresh"].as<std::string>() == "all" ? InputSet::All : InputSet::Activations;
   const int peak_size = vm["bench-peak-size"].as<int>();
   const bool yardstick = !vm["bench-no-yardstick"].as<bool>();
 
@@ -367,15 +402,27 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
     std::printf("\n== %s (%s, seed %llu) ==\n", shape.str().c_str(), dist.c_str(),
                 (unsigned long long)seed);
     std::fflush(stdout);
-    watchdog.step(shape.str() + ": inputs and the exact reference");
-    const Problem p = make_problem(shape, dist, seed);
+    watchdog.step(shape.str() + ": inputs and the exact references of " + std::to_string(kBenchSets) +
+                  " input sets");
+    CaseSpec bench_case;
+    bench_case.shape = shape;
+    bench_case.dist = dist;
+    bench_case.seed = seed;
+    std::vector<Problem> sets = {bench_case.make()};
+    for (int k = 1; k < kBenchSets; ++k) sets.push_back(make_input_set(bench_case, sets[0], k, fresh_mode));
+    const Problem& p = sets[0];
     const auto t_ref = Clock::now();
     ReferenceOptions ro;
     ro.abs_sums = true;
-    const ReferenceResult ref = compute_reference(p, ro);
+    std::vector<ReferenceResult> refs;
+    for (const Problem& q : sets) {
+      refs.push_back(compute_reference(q, ro));
+      const Degeneracy deg = assess_reference(refs.back().c);
+      if (deg.degenerate() && sr.degenerate.empty())
+        sr.degenerate = "input set " + std::to_string(refs.size() - 1) + ": " + deg.describe();
+    }
     sr.reference_s = since(t_ref);
-    const Degeneracy deg = assess_reference(ref.c);
-    if (deg.degenerate()) sr.degenerate = deg.describe();
+    const ReferenceResult& ref = refs[0];
 
     // ---- yardstick ----
     if (yardstick) {
@@ -499,20 +546,41 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
         int checks = 0;
         uint32_t max_ulp = 0;
         int64_t gm = 0;
-        auto verify = [&](const char* when) {
-          const Comparison c = check_output(*plan, ref, p);
+        // Checks the plan's current output against input set `set`'s reference: "" or the failure.
+        std::vector<uint16_t> out(size_t(shape.c_elems()));
+        auto check_set = [&](int set) -> std::string {
+          plan->read_output(out.data());
+          std::vector<float> g, u;
+          const bool inter = plan->read_intermediates(g, u);
+          const Problem& q = sets[size_t(set)];
+          const Comparison c = compare_output(refs[size_t(set)], q.alpha1, q.alpha2, out.data(),
+                                              inter ? &g : nullptr, inter ? &u : nullptr);
           ++checks;
           max_ulp = std::max(max_ulp, c.max_ulp);
           gm = std::max(gm, c.gpumode_mismatch);
-          if (c.pass()) return true;
+          if (c.pass()) return "";
+          std::string why = "input set " + std::to_string(set) + ": " + std::to_string(c.over_tolerance) +
+                            " elements over, " + std::to_string(c.poisoned) + " unwritten, max ulp " +
+                            std::to_string(c.max_ulp);
+          for (int other = 0; other < kBenchSets; ++other) {
+            const Problem& o = sets[size_t(other)];
+            if (other != set &&
+                compare_output(refs[size_t(other)], o.alpha1, o.alpha2, out.data(), nullptr, nullptr).pass()) {
+              why += "; the output matches the reference of input set " + std::to_string(other) +
+                     ": stale inputs or a cached result?";
+              break;
+            }
+          }
+          return why;
+        };
+        auto verify = [&](const char* when, int set) {
+          const std::string why = check_set(set);
+          if (why.empty()) return true;
           row.outcome = "FAIL";
-          row.message = std::string("output out of tolerance (") + when + "): " +
-                        std::to_string(c.over_tolerance) + " elements over, " +
-                        std::to_string(c.poisoned) + " unwritten, max ulp " +
-                        std::to_string(c.max_ulp) + "; not timed";
+          row.message = std::string("output out of tolerance (") + when + ", " + why + "); not timed";
           return false;
         };
-        if (!verify("first call")) return;
+        if (!verify("first call", 0)) return;
         watchdog.step(where + "warmup");
         t0 = Clock::now();
         for (int i = 0; i < cfg.warmup; ++i) plan->enqueue();
@@ -524,23 +592,38 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
           plan->capture();
           plan->synchronize();
           row.capture_s = since(t0);
+          plan->set_inputs(sets[1], fresh_mode);
           plan->poison_output(kPoisonBits);
           plan->enqueue();
-          if (!verify("first replay")) return;
+          if (!verify("first replay, on new inputs", 1)) return;
         }
         row.describe = plan->describe();
         watchdog.step(where + "run (timed calls)");
-        row.st = measure(*gp, [&] { plan->enqueue(); }, cfg);
+        // Timed call i runs on input set i % kBenchSets.
+        const Fresh rotate{[&](int i) { plan->set_inputs(sets[size_t(i % kBenchSets)], fresh_mode); },
+                           [&](int i) { return check_set(i % kBenchSets); }};
+        row.st = measure(*gp, [&] { plan->enqueue(); }, cfg, &rotate);
+        if (!row.st.failure.empty()) {
+          row.outcome = "FAIL";
+          row.message = "output of a timed call out of tolerance (" + row.st.failure +
+                        "); its time is not reported";
+          row.st = Stats{};  // a time for a wrong result is never reported
+          return;
+        }
+        const int last_set = (row.st.reps + 1) % kBenchSets;  // neither the b2b nor the last timed set
+        plan->set_inputs(sets[size_t(last_set)], fresh_mode);
         plan->poison_output(kPoisonBits);
         plan->enqueue();
-        if (!verify("after timing")) {
+        if (!verify("after timing", last_set)) {
           row.st = Stats{};  // a time for a wrong result is never reported
           return;
         }
         row.max_ulp = max_ulp;
         row.gpumode_mismatch = gm;
-        row.check = "PASS (" + std::to_string(checks) + " checks, max " + std::to_string(max_ulp) +
-                    " ulp, GPU MODE check mismatches " + std::to_string(gm) + ")";
+        row.check = "PASS (" + std::to_string(checks) + " checks on " + std::to_string(kBenchSets) +
+                    " input sets rotated between timed calls, fresh " + input_set_name(fresh_mode) +
+                    ", max " + std::to_string(max_ulp) + " ulp, GPU MODE check mismatches " +
+                    std::to_string(gm) + ")";
       };
       try {
         bench_one();
@@ -619,6 +702,10 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
     j.key("warmup").value(cfg.warmup);
     j.key("distribution").value(dist);
     j.key("seed").value(seed);
+    j.key("input_sets").value(kBenchSets);
+    j.key("fresh").value(input_set_name(fresh_mode));
+    j.key("fresh_inputs").value("a new input set written before every timed call (outside the timed region); "
+                                "the last call of every batch of 10 checked against its own set's reference");
     j.key("flops").value("4*M*N*K*L per call");
     j.key("per_call").value("gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init");
     j.key("torch_compile_source").value("docs/gpu-target.md (PyTorch 2.11 default mode, not this run)");

@@ -1,27 +1,112 @@
-// cases.cpp — case specs, reference analysis and the reference cache (see cases.hpp).
+// cases.cpp — case specs, input sets, reference analysis and the reference cache (see cases.hpp).
 #include "cases.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "case_dir.hpp"
 #include "distributions.hpp"
+#include "errors.hpp"
 
 namespace nvfp4 {
 
+std::string float_text(float v) {
+  // The first round-tripping text without an exponent ("6000", not "6e+03"), else the shortest.
+  std::string shortest;
+  char buf[48];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
+    if (std::strtof(buf, nullptr) != v) continue;
+    if (std::string(buf).find('e') == std::string::npos) return buf;
+    if (shortest.empty()) shortest = buf;
+  }
+  return shortest.empty() ? buf : shortest;
+}
+
+std::string alphas_text(float alpha1, float alpha2) { return float_text(alpha1) + "," + float_text(alpha2); }
+
+std::pair<float, float> parse_alphas(const std::string& text) {
+  const size_t comma = text.find(',');
+  auto one = [&](const std::string& t) {
+    char* end = nullptr;
+    const float v = std::strtof(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v))
+      throw InputError("bad alphas '" + text + "': write two finite numbers, A1,A2 (e.g. -1.5,0.3)");
+    return v;
+  };
+  if (comma == std::string::npos) one("");  // throws with the usage
+  return {one(text.substr(0, comma)), one(text.substr(comma + 1))};
+}
+
 std::string CaseSpec::name() const {
-  if (from_dir())
-    return "case dir " + inputs_dir + (batch_last ? " (batch-last)" : "");
-  return shape.str() + " " + dist + " seed " + std::to_string(seed);
+  std::string s = from_dir() ? "case dir " + inputs_dir + (batch_last ? " (batch-last)" : "")
+                             : shape.str() + " " + dist + " seed " + std::to_string(seed);
+  if (has_alpha()) s += " alpha " + alphas_text(alpha1, alpha2);
+  return s;
 }
 
 Problem CaseSpec::make() const {
-  if (from_dir()) return load_case(inputs_dir, batch_last);
-  return make_problem(shape, dist, seed);
+  Problem p = from_dir() ? load_case(inputs_dir, batch_last) : make_problem(shape, dist, seed);
+  p.alpha1 = alpha1;
+  p.alpha2 = alpha2;
+  return p;
 }
+
+Problem CaseSpec::make_set(int set, InputSet mode) const { return make_input_set(*this, make(), set, mode); }
 
 bool CaseSpec::operator==(const CaseSpec& o) const {
   return shape == o.shape && dist == o.dist && seed == o.seed && inputs_dir == o.inputs_dir &&
-         batch_last == o.batch_last;
+         batch_last == o.batch_last && alpha1 == o.alpha1 && alpha2 == o.alpha2;
+}
+
+uint64_t input_set_seed(uint64_t seed, int set) {
+  if (set == 0) return seed;
+  // One splitmix64 step over (seed, set): consecutive sets get unrelated seeds.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t(set) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::pair<float, float> alpha_factors(int set) {
+  if (set <= 0) return {1.0f, 1.0f};
+  // alpha1: -1.25, 1.5, -1.75, 1.25, ...; alpha2: 0.875, 0.75, 0.625, 0.5, 0.875, ...
+  const float f1 = (set % 2 ? -1.0f : 1.0f) * (1.0f + 0.25f * float(1 + (set - 1) % 3));
+  const float f2 = 1.0f - 0.125f * float(1 + (set - 1) % 4);
+  return {f1, f2};
+}
+
+Problem make_input_set(const CaseSpec& c, const Problem& base, int set, InputSet mode) {
+  if (set < 0) throw InputError("input set " + std::to_string(set) + " does not exist");
+  Problem p = base;
+  if (set == 0) return p;
+  const uint64_t s = input_set_seed(c.from_dir() ? 0 : c.seed, set);
+  const bool all = mode == InputSet::All;
+  if (!c.from_dir()) {
+    if (all) {
+      p = make_problem(base.shape, c.dist, s);
+    } else {
+      regenerate_activations(p, c.dist, s);
+    }
+  }
+  if (c.from_dir() || (p.a == base.a && p.sfa == base.sfa)) negate_elements(p.a, s);
+  if (all) {
+    if (c.from_dir() || (p.b1 == base.b1 && p.sfb1 == base.sfb1)) negate_elements(p.b1, s + 1);
+    if (c.from_dir() || (p.b2 == base.b2 && p.sfb2 == base.sfb2)) negate_elements(p.b2, s + 2);
+    const auto f = alpha_factors(set);
+    p.alpha1 = base.alpha1 * f.first;
+    p.alpha2 = base.alpha2 * f.second;
+  } else {
+    p.alpha1 = base.alpha1;
+    p.alpha2 = base.alpha2;
+  }
+  return p;
+}
+
+std::string input_set_label(int set, int runs) {
+  return "input set " + std::to_string(set) + (set == warmup_set(runs) ? " (the warm-up's)" : "");
 }
 
 size_t CaseInfo::bytes() const {
@@ -29,10 +114,12 @@ size_t CaseInfo::bytes() const {
          sizeof(uint16_t) * ref.c.size();
 }
 
-std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p) {
+std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set, InputSet mode) {
   auto info = std::make_shared<CaseInfo>();
   info->spec = spec;
   info->spec.shape = p.shape;
+  info->set = set;
+  info->mode = mode;
   info->alpha1 = p.alpha1;
   info->alpha2 = p.alpha2;
   info->warnings = scan_scales(p);
@@ -46,24 +133,40 @@ std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem
   return info;
 }
 
-std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec) {
+namespace {
+// The same case: a case directory is named by its path and order (its shape is known only once
+// loaded), a generated case by every field.
+bool same_case(const CaseSpec& a, const CaseSpec& b) {
+  if (a.from_dir() || b.from_dir())
+    return a.inputs_dir == b.inputs_dir && a.batch_last == b.batch_last && a.alpha1 == b.alpha1 &&
+           a.alpha2 == b.alpha2;
+  return a == b;
+}
+}  // namespace
+
+std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int set, InputSet mode) {
+  if (set == 0) mode = InputSet::Activations;  // set 0 is the case itself in every mode
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
-    if ((*it)->spec == spec ||
-        (spec.from_dir() && (*it)->spec.inputs_dir == spec.inputs_dir &&
-         (*it)->spec.batch_last == spec.batch_last)) {
+    if (same_case((*it)->spec, spec) && (*it)->set == set && (*it)->mode == mode) {
       lru_.splice(lru_.begin(), lru_, it);
       return lru_.front();
     }
   }
-  auto info = analyse_case(spec, spec.make());
+  if (!base_ || !same_case(base_spec_, spec)) {
+    base_.reset();  // the old one goes first: two large problems need not coexist
+    base_ = std::make_shared<const Problem>(spec.make());
+    base_spec_ = spec;
+  }
+  auto info = analyse_case(spec, make_input_set(spec, *base_, set, mode), set, mode);
+  ++computed_;
   lru_.push_front(info);
   bytes_ += info->bytes();
   while (bytes_ > max_bytes_ && lru_.size() > 1) {
     bytes_ -= lru_.back()->bytes();
     lru_.pop_back();
   }
-  bool seen = false;
-  for (const auto& s : seen_summary_) seen |= s->spec == info->spec;
+  bool seen = set != 0;
+  for (const auto& s : seen_summary_) seen |= same_case(s->spec, info->spec);
   if (!seen) {
     auto light = std::make_shared<CaseInfo>();
     light->spec = info->spec;

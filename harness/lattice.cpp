@@ -69,9 +69,9 @@ void Session::progress_line(const TrialResult& r, size_t first, size_t last) {
   progress_->flush();
 }
 
-const TrialResult& Session::run(const TrialSpec& spec, std::vector<uint16_t>* last_output) {
+const TrialResult& Session::run(const TrialSpec& spec, std::vector<uint16_t>* case_output) {
   ChildReport child = runner_.run_child(spec);
-  if (last_output && !child.outputs.empty()) *last_output = child.outputs.back();
+  if (case_output && !child.outputs.empty()) *case_output = child.outputs.front();
   TrialResult r = evaluate_trial(spec, std::move(child), cache_);
   results_.push_back(std::move(r));
   progress_line(results_.back(), results_.size(), results_.size());

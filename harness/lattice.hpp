@@ -42,8 +42,9 @@ class Session {
   // Spawns one probe child per backend (cached): is the backend available here?
   const BackendStatus& probe(const std::string& backend);
   // Runs one trial, records it and prints its progress line (and details when it did not pass).
-  // `last_output`: when given, receives the last checked call's output (case-directory mode).
-  const TrialResult& run(const TrialSpec& spec, std::vector<uint16_t>* last_output = nullptr);
+  // `case_output`: when given, receives the output of the first checked call, the one on input
+  // set 0 (the case itself; cases.hpp), for case-directory mode.
+  const TrialResult& run(const TrialSpec& spec, std::vector<uint16_t>* case_output = nullptr);
   // Records trials that do not run (SKIP: backend unavailable; BLOCKED: a sub-combination
   // failed), with one progress line for the lot.
   void add_not_run(const std::vector<TrialSpec>& specs, Outcome outcome, const std::string& reason,
@@ -83,7 +84,7 @@ std::vector<Combo> immediate_subs(const Combo& c);
 // `--verify all` for one backend: staged isolation on `cases`.
 void verify_lattice(Session& s, const std::string& backend, const std::vector<CaseSpec>& cases);
 // `--verify COMBO,...` for one backend: just those, on every case. `first_output`, when given and
-// empty, receives the last checked call's output of the first trial that completes.
+// empty, receives the output of the first trial that completes on input set 0 (the case itself).
 void verify_combos(Session& s, const std::string& backend, const std::vector<Combo>& combos,
                    const std::vector<CaseSpec>& cases, std::vector<uint16_t>* first_output = nullptr);
 

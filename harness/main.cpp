@@ -184,11 +184,14 @@ int run(int argc, char** argv) {
   suite.add_options()
       ("shape", po::value<std::vector<std::string>>()->composing(), "MxNxK[xL][,...] (repeatable)")
       ("dist", po::value<std::vector<std::string>>()->composing(), "distribution name[,...] (repeatable)")
-      ("seed", po::value<uint64_t>(), "seed for every case");
+      ("seed", po::value<uint64_t>(), "seed for every case")
+      ("alpha", po::value<std::string>(), "A1,A2: the global scales alpha1, alpha2 of every case (also with --inputs)");
   po::options_description trial("Trials");
   trial.add_options()
       ("warmup", po::value<int>()->default_value(d.warmup), "eager calls in stage warmup")
       ("runs", po::value<int>()->default_value(d.runs), "checked calls in stage run (each one checked)")
+      ("fresh", po::value<std::string>()->default_value(input_set_name(d.fresh)),
+       "what each checked call gets new: 'activations' (A and SFA, as in an engine) or 'all' (all six inputs and the alphas)")
       ("tune-cache", po::value<std::string>(),
        "directory of the on-disk autotune cache (default: none, in-process only, so stage tune really tunes)")
       ("tune-reps", po::value<int>()->default_value(d.plan.tune_reps), "timed calls per autotune candidate")
@@ -254,6 +257,10 @@ int run(int argc, char** argv) {
   TrialOptions opt;
   opt.warmup = vm["warmup"].as<int>();
   opt.runs = vm["runs"].as<int>();
+  const std::string fresh = vm["fresh"].as<std::string>();
+  if (fresh != "activations" && fresh != "all")
+    throw InputError("--fresh: must be 'activations' or 'all', not '" + fresh + "'");
+  opt.fresh = fresh == "all" ? InputSet::All : InputSet::Activations;
   opt.budget.init = vm["budget-init"].as<double>();
   opt.budget.tune = vm["budget-tune"].as<double>();
   opt.budget.warmup = vm["budget-warmup"].as<double>();
@@ -265,7 +272,14 @@ int run(int argc, char** argv) {
   opt.plan.tune_reps = vm["tune-reps"].as<int>();
   opt.plan.tune_budget_s = vm["tune-time"].as<double>();
   opt.faults = cli::faults(vm);
-  const SuiteFilter filter = cli::suite_filter(vm);
+  SuiteFilter filter = cli::suite_filter(vm);
+  if (vm.count("alpha")) {
+    try {
+      filter.alphas = parse_alphas(vm["alpha"].as<std::string>());
+    } catch (const InputError& e) {
+      throw InputError(std::string("--alpha: ") + e.what());
+    }
+  }
 
   const bool explicit_backend = !vm["backend"].defaulted();
   const std::vector<std::string> backends = chosen_backends(vm);
@@ -318,6 +332,7 @@ int run(int argc, char** argv) {
     CaseSpec c;
     c.inputs_dir = vm["inputs"].as<std::string>();
     c.batch_last = vm.count("batch-last") > 0;
+    if (filter.alphas) c.alpha1 = filter.alphas->first, c.alpha2 = filter.alphas->second;
     std::string check = vm.count("check") ? vm["check"].as<std::string>() : "";
     if (!check.empty() && path_mode)
       throw InputError("--check compares an outside output; to run a path on the case use --verify COMBO without --check");
@@ -393,7 +408,8 @@ int run(int argc, char** argv) {
         if (per_backend.count(b))
           verify_combos(session, b, per_backend[b], cases_for(b), save_path.empty() ? nullptr : &first_output);
       if (!save_path.empty()) {
-        // Case-directory mode: the path's output (last checked call of the first trial that ran).
+        // Case-directory mode: the path's output on the case's own inputs (the first checked call
+        // of the first trial that ran).
         if (first_output.empty()) {
           std::cout << "no output written to " << save_path << ": no trial ran to completion\n";
         } else {

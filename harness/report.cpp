@@ -68,8 +68,10 @@ std::string reproducer(const TrialSpec& t, const std::string& program) {
   } else {
     cmd += " --shape " + t.c.shape.str() + " --dist " + t.c.dist + " --seed " + std::to_string(t.c.seed);
   }
+  add_if(cmd, t.c.has_alpha(), "--alpha", alphas_text(t.c.alpha1, t.c.alpha2));
   add_if(cmd, o.warmup != d.warmup, "--warmup", std::to_string(o.warmup));
   add_if(cmd, o.runs != d.runs, "--runs", std::to_string(o.runs));
+  add_if(cmd, o.fresh != d.fresh, "--fresh", input_set_name(o.fresh));
   add_if(cmd, o.budget.init != d.budget.init, "--budget-init", num(o.budget.init));
   add_if(cmd, o.budget.tune != d.budget.tune, "--budget-tune", num(o.budget.tune));
   add_if(cmd, o.budget.warmup != d.budget.warmup, "--budget-warmup", num(o.budget.warmup));
@@ -166,9 +168,12 @@ void print_trial_details(std::ostream& os, const TrialResult& r, const std::stri
   if (r.degenerate) os << "      DEGENERATE reference: " << r.degeneracy << "\n";
   if (r.compared && !r.cmp.pass()) {
     std::string calls;
-    for (size_t i = 0; i < r.over_per_call.size(); ++i)
+    for (size_t i = 0; i < r.over_per_call.size(); ++i) {
       calls += (i ? ", " : "") + std::to_string(r.over_per_call[i]);
-    os << "      over tolerance per call: " << calls << "; the worst call (" << r.cmp_call << "):\n";
+      if (i < r.set_per_call.size()) calls += " (set " + std::to_string(r.set_per_call[i]) + ")";
+    }
+    os << "      over tolerance per call (its input set): " << calls << "; fresh " << input_set_name(r.spec.options.fresh)
+       << ", warm-up on set " << warmup_set(r.spec.options.runs) << "; the worst call (" << r.cmp_call << "):\n";
     print_comparison(os, r.cmp, "        ");
   }
   if (!r.child_log.empty()) {
@@ -311,6 +316,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
   j.key("elapsed_s").value(s.elapsed());
   j.key("options").begin_object();
   j.key("warmup").value(o.warmup).key("runs").value(o.runs);
+  j.key("fresh").value(input_set_name(o.fresh));
   j.key("budgets_s").begin_object();
   j.key("init").value(o.budget.init).key("tune").value(o.budget.tune).key("warmup").value(o.budget.warmup);
   j.key("capture").value(o.budget.capture).key("run").value(o.budget.run).key("trial").value(o.budget.trial);
@@ -339,6 +345,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     j.key("shape").value(info->ref.shape.str());
     if (info->spec.from_dir()) j.key("inputs").value(info->spec.inputs_dir);
     else j.key("dist").value(info->spec.dist).key("seed").value(uint64_t(info->spec.seed));
+    j.key("alpha1").value(double(info->alpha1)).key("alpha2").value(double(info->alpha2));
     j.key("degenerate").value(info->degeneracy.degenerate());
     j.key("degeneracy").begin_object();
     j.key("inf").value(info->degeneracy.inf).key("nan").value(info->degeneracy.nan);
@@ -364,6 +371,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
       j.key("shape").value(r.spec.c.shape.str()).key("dist").value(r.spec.c.dist);
       j.key("seed").value(uint64_t(r.spec.c.seed));
     }
+    j.key("alpha1").value(double(r.spec.c.alpha1)).key("alpha2").value(double(r.spec.c.alpha2));
     j.end_object();
     j.key("outcome").value(outcome_name(r.outcome));
     if (!r.stage.empty()) j.key("stage").value(r.stage).key("stage_elapsed_s").value(r.stage_elapsed);
@@ -384,6 +392,9 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
       j.key("degenerate").value(r.degenerate);
       j.key("warnings").array(r.warnings);
       j.key("over_tolerance_per_call").array(r.over_per_call);
+      j.key("input_set_per_call").array(r.set_per_call);
+      j.key("warmup_input_set").value(warmup_set(r.spec.options.runs));
+      j.key("output_matches_set_per_call").array(r.matches_set_per_call);  // -1: none
       j.key("metrics_call").value(r.cmp_call);
       j.key("metrics");
       json_comparison(j, r.cmp);

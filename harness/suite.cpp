@@ -11,29 +11,56 @@ namespace {
 constexpr uint64_t kSuiteSeed = 7;        // small cases
 constexpr uint64_t kGpuModeSeed = 1111;   // the competition's task.yml seed
 
-void add(std::vector<CaseSpec>& v, const char* shape, const std::string& dist, uint64_t seed) {
+// The small shapes every distribution runs on (also for --dist without --shape). 1x1x16x4 is
+// M = N = 1 with one K block, in 4 batches: a single output per batch, and four of them, so that
+// one output that happens to be zero does not make the whole check vacuous.
+const char* const kSmallShapes[] = {"1x1x16x4", "7x13x48", "33x65x160", "128x96x256x2"};
+
+// Global scales (alpha1, alpha2): negative, non-powers of two; a very small alpha1 with a very
+// large alpha2 (silu(alpha1*G) ~ alpha1*G/2, so C stays of order G*U: a path that applies alpha
+// after silu, or drops it, is far off). Kept away from outputs that would be mostly zero or inf.
+const std::pair<float, float> kAlphas[] = {
+    {-1.5f, 0.3f}, {0.7f, -2.25f}, {1.0f / 3000.0f, 6000.0f}, {-0.01f, 250.5f}};
+
+void add(std::vector<CaseSpec>& v, const char* shape, const std::string& dist, uint64_t seed,
+         std::pair<float, float> alphas = {1.0f, 1.0f}) {
   CaseSpec c;
   c.shape = Shape::parse(shape);
   c.dist = dist;
   c.seed = seed;
+  c.alpha1 = alphas.first;
+  c.alpha2 = alphas.second;
   v.push_back(c);
 }
 }  // namespace
 
 std::vector<CaseSpec> default_suite(const std::string& backend) {
   std::vector<CaseSpec> v;
-  // Small and ragged: one block of K; odd M and N; a few tiles with ragged edges; a batch of 2.
-  for (const char* shape : {"1x1x16", "7x13x48", "33x65x160", "128x96x256x2"})
+  // Small and ragged: one element per batch; odd M and N; a few tiles with ragged edges; batches.
+  for (const char* shape : kSmallShapes)
     for (const auto& d : distribution_names()) add(v, shape, d, kSuiteSeed);
+  // K not a multiple of 64, 128 or 256; M, N multiples of no tile; batches whose inputs differ.
+  for (const char* shape : {"17x9x80x3", "129x97x144", "65x33x272x2", "9x129x1040"})
+    for (const char* d : {"normal", "uniform", "suspicious"}) add(v, shape, d, kSuiteSeed);
+  // Global scales != 1, on a ragged shape, a batched ragged-K shape, NaN/negative scales, long K.
+  for (const auto& a : kAlphas) add(v, "33x65x160", "normal", kSuiteSeed, a);
+  add(v, "65x33x272x2", "uniform", kSuiteSeed, kAlphas[0]);
+  add(v, "65x33x272x2", "gpumode", kSuiteSeed, kAlphas[2]);
+  add(v, "129x97x144", "suspicious", kSuiteSeed, kAlphas[1]);
+  add(v, "64x96x4096", "normal", kSuiteSeed, kAlphas[3]);
   // Long K: the accumulation bound matters (K = 4096 terms per element).
   for (const char* d : {"normal", "uniform", "gpumode"}) add(v, "64x96x4096", d, kSuiteSeed);
-  // The GPU MODE K (7168) at a size the CPU lattice affords: where the competition's generator
-  // once produced all-inf outputs, so the degenerate-reference flag is exercised on real data.
+  // The GPU MODE K (7168) at a size the CPU lattice affords.
   for (const char* d : {"normal", "gpumode"}) add(v, "128x256x7168", d, kGpuModeSeed);
   if (backend == "gpu") {
     // The GPU MODE benchmark shapes (M x N x K), realistic and competition data.
     for (const char* shape : {"256x4096x7168", "512x4096x7168", "256x3072x4096", "512x3072x7168"})
       for (const char* d : {"normal", "gpumode"}) add(v, shape, d, kGpuModeSeed);
+    // NaN and negative scales, and global scales, at GPU MODE sizes (the fused kernels' main
+    // paths run only there).
+    add(v, "256x3072x4096", "suspicious", kGpuModeSeed);
+    add(v, "512x4096x7168", "suspicious", kGpuModeSeed, kAlphas[0]);
+    add(v, "256x4096x7168", "normal", kGpuModeSeed, kAlphas[2]);
   }
   return v;
 }
@@ -42,6 +69,7 @@ std::vector<CaseSpec> narrow_suite(const std::vector<CaseSpec>& suite, const Sui
   std::vector<CaseSpec> out;
   auto push = [&](CaseSpec c) {
     if (f.seed) c.seed = *f.seed;
+    if (f.alphas) c.alpha1 = f.alphas->first, c.alpha2 = f.alphas->second;
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   auto dist_ok = [&](const std::string& d) {
@@ -76,7 +104,7 @@ std::vector<CaseSpec> narrow_suite(const std::vector<CaseSpec>& suite, const Sui
     bool present = false;
     for (const auto& c : suite) present |= c.dist == d;
     if (!present)
-      for (const char* shape : {"1x1x16", "7x13x48", "33x65x160", "128x96x256x2"}) {
+      for (const char* shape : kSmallShapes) {
         CaseSpec c;
         c.shape = Shape::parse(shape);
         c.dist = d;

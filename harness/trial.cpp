@@ -2,8 +2,9 @@
 //
 // Parent and child agree on: the SPEC encoding (encode_trial/decode_trial), the message lines on
 // the pipe (tab-separated, fields backslash-escaped) and the files in the trial directory:
-//   out<i>.f16   the output of checked call i (L*M*N fp16 bit patterns, (L, M, N))
-//   g.f32 u.f32  the path's intermediates when it exposes them (fp32, (L, M, N), alpha not applied)
+//   out<i>.f16   the output of checked call i+1 (L*M*N fp16 bit patterns, (L, M, N))
+//   g.f32 u.f32  the path's intermediates after the last checked call, when it exposes them
+//                (fp32, (L, M, N), alpha not applied)
 //   child.log    the child's stdout and stderr
 #include "trial.hpp"
 
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "errors.hpp"
 
@@ -114,7 +116,9 @@ std::string encode_trial(const TrialSpec& t, int fd, const std::string& dir, boo
     kv("dist", t.c.dist);
     kv("seed", std::to_string(t.c.seed));
   }
+  if (t.c.has_alpha()) kv("alpha", alphas_text(t.c.alpha1, t.c.alpha2));
   const TrialOptions& o = t.options;
+  kv("fresh", input_set_name(o.fresh));
   kv("warmup", std::to_string(o.warmup));
   kv("runs", std::to_string(o.runs));
   kv("slow", num(o.slow_seconds));
@@ -143,6 +147,8 @@ TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool*
     else if (k == "shape") t.c.shape = Shape::parse(v);
     else if (k == "dist") t.c.dist = v;
     else if (k == "seed") t.c.seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "alpha") std::tie(t.c.alpha1, t.c.alpha2) = parse_alphas(v);
+    else if (k == "fresh") t.options.fresh = v == "all" ? InputSet::All : InputSet::Activations;
     else if (k == "warmup") t.options.warmup = std::atoi(v.c_str());
     else if (k == "runs") t.options.runs = std::atoi(v.c_str());
     else if (k == "slow") t.options.slow_seconds = std::atof(v.c_str());
@@ -251,7 +257,8 @@ bool read_file(const std::string& path, void* data, size_t bytes) {
 void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe) {
   const Registry& reg = Registry::instance();
   const Backend* be = nullptr;
-  Problem problem;
+  const TrialOptions& o = t.options;
+  std::vector<Problem> sets;  // index: input set (cases.hpp); the last one is the warm-up's
   bool skip = false;
   stage(ch, "setup", [&] {
     be = reg.backend(t.backend);
@@ -268,16 +275,18 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       return;
     }
     check_combo(t.backend, t.combo);
-    problem = t.c.make();
-    const Support sup = combo_supports(t.backend, t.combo, problem.shape);
+    sets.push_back(t.c.make());
+    const Support sup = combo_supports(t.backend, t.combo, sets[0].shape);
     if (!sup.ok) {
-      ch.send("skip", {t.combo.str() + " does not support " + problem.shape.str() + ": " + sup.reason});
+      ch.send("skip", {t.combo.str() + " does not support " + sets[0].shape.str() + ": " + sup.reason});
       skip = true;
+      return;
     }
+    for (int k = 1; k <= warmup_set(o.runs); ++k) sets.push_back(make_input_set(t.c, sets[0], k, o.fresh));
   });
   if (skip) return;
+  const Problem& problem = sets[0];
 
-  const TrialOptions& o = t.options;
   auto faults_at = [&](Stage s) {
     for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds))
       ch.send("note", {note});
@@ -285,7 +294,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
   std::unique_ptr<Plan> plan;
   stage(ch, "init", [&] {
     faults_at(Stage::Init);
-    plan = build_plan(t.backend, t.combo, problem, o.plan);
+    plan = build_plan(t.backend, t.combo, sets[size_t(warmup_set(o.runs))], o.plan);
     if (!plan) throw std::runtime_error("build_plan returned no plan");
   });
   ch.send("describe", {plan->describe()});
@@ -314,6 +323,8 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     faults_at(Stage::Run);
     std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
     for (int call = 0; call < o.runs; ++call) {
+      const int set = checked_call_set(call + 1);
+      plan->set_inputs(sets[size_t(set)], o.fresh);
       plan->poison_output(kPoisonBits);
       plan->enqueue();
       plan->synchronize();
@@ -322,7 +333,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
         for (const auto& note : apply_output_faults(o.faults, t.combo, problem.shape, c.data(), kPoisonBits))
           ch.send("note", {note});
       write_file(dir + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
-      ch.send("output", {std::to_string(call)});
+      ch.send("output", {std::to_string(call), std::to_string(set)});
     }
     std::vector<float> g, u;
     if (plan->read_intermediates(g, u)) {
@@ -517,6 +528,7 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
   bool got_done = false, got_skip = false, got_error = false, killed = false, trial_budget_hit = false;
   std::string skip_reason, error_message;
   int outputs = 0;
+  std::vector<int> output_sets;
   size_t mid_g = 0, mid_u = 0;
   std::string pending;
 
@@ -547,6 +559,7 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
       error_message = f.size() > 1 ? f[1] : "";
     } else if (kind == "output") {
       ++outputs;
+      output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
     } else if (kind == "intermediates" && f.size() > 2) {
       rep.have_intermediates = true;
       mid_g = size_t(std::atoll(f[1].c_str()));
@@ -675,6 +688,7 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
       read_file(path, c.data(), c.size() * 2);
       rep.outputs.push_back(std::move(c));
     }
+    rep.output_sets = output_sets;
     if (rep.have_intermediates) {
       rep.g.resize(mid_g);
       rep.u.resize(mid_u);
@@ -694,6 +708,16 @@ TrialResult TrialRunner::run(const TrialSpec& spec, ReferenceCache& cache) {
   return evaluate_trial(spec, run_child(spec), cache);
 }
 
+namespace {
+
+std::string joined(const std::vector<int>& v, const char* sep = ",") {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+  return s;
+}
+
+}  // namespace
+
 TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
   TrialResult r;
   r.spec = spec;
@@ -708,36 +732,51 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.wall = child.wall;
   if (child.outcome != Outcome::Pass) return r;
 
-  const auto info = cache.get(spec.c);
-  r.spec.c.shape = info->ref.shape;
-  r.degenerate = info->degeneracy.degenerate();
-  r.degeneracy = info->degeneracy.describe();
-  r.warnings = info->warnings;
-  const int64_t elems = info->ref.shape.c_elems();
+  const InputSet mode = spec.options.fresh;
+  const int runs = spec.options.runs;
+  const auto case_info = cache.get(spec.c);  // set 0: the case itself
+  r.spec.c.shape = case_info->ref.shape;
+  r.warnings = case_info->warnings;
+  const int64_t elems = case_info->ref.shape.c_elems();
   const int calls = int(child.outputs.size());
-  if (calls != spec.options.runs) {
+  auto error = [&](const std::string& why) {
     r.outcome = Outcome::Error;
     r.stage = "run";
-    r.message = "the child reported " + std::to_string(calls) + " outputs; expected " +
-                std::to_string(spec.options.runs);
+    r.message = why;
     return r;
+  };
+  if (calls != runs)
+    return error("the child reported " + std::to_string(calls) + " outputs; expected " + std::to_string(runs));
+  for (int i = 0; i < calls; ++i) {
+    if (int64_t(child.outputs[size_t(i)].size()) != elems)
+      return error("output has " + std::to_string(child.outputs[size_t(i)].size()) +
+                   " elements; the case has " + std::to_string(elems));
+    const int want = checked_call_set(i + 1);
+    const int got = i < int(child.output_sets.size()) ? child.output_sets[size_t(i)] : -1;
+    if (got != want)
+      return error("the child wrote input set " + std::to_string(got) + " before call " +
+                   std::to_string(i + 1) + "; expected " + std::to_string(want));
   }
-  for (const auto& out : child.outputs)
-    if (int64_t(out.size()) != elems) {
-      r.outcome = Outcome::Error;
-      r.stage = "run";
-      r.message = "output has " + std::to_string(out.size()) + " elements; the case has " +
-                  std::to_string(elems);
-      return r;
-    }
 
+  // Every call against the reference of its own input set. The intermediates belong to the last
+  // call (trial.hpp), so only its comparison can attribute an error to a GEMM or the epilogue.
   r.compared = true;
   std::vector<int> failing;
+  std::vector<std::shared_ptr<const CaseInfo>> infos;
   for (int i = 0; i < calls; ++i) {
-    Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.outputs[i].data(),
-                                  child.have_intermediates ? &child.g : nullptr,
-                                  child.have_intermediates ? &child.u : nullptr, i + 1);
+    const int set = checked_call_set(i + 1);
+    infos.push_back(cache.get(spec.c, set, mode));
+    const CaseInfo& info = *infos.back();
+    if (info.degeneracy.degenerate() && !r.degenerate) {
+      r.degenerate = true;
+      r.degeneracy = (set == 0 ? "" : input_set_label(set, runs) + ": ") + info.degeneracy.describe();
+    }
+    const bool mid = child.have_intermediates && i == calls - 1;
+    Comparison c = compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
+                                  mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1);
+    r.set_per_call.push_back(set);
     r.over_per_call.push_back(c.over_tolerance);
+    r.matches_set_per_call.push_back(-1);
     if (!c.pass()) failing.push_back(i + 1);
     const bool better = r.cmp_call == 0 || c.over_tolerance > r.cmp.over_tolerance ||
                         (c.over_tolerance == r.cmp.over_tolerance && r.cmp.over_tolerance == 0 &&
@@ -752,14 +791,34 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     r.stage.clear();
     return r;
   }
+
+  // Does a failing output pass against another set's reference (a checked call's or the
+  // warm-up's)? Then the path computed on inputs it should no longer see.
+  for (int call : failing) {
+    const int own = checked_call_set(call);
+    for (int other = 0; other <= warmup_set(runs); ++other) {
+      if (other == own) continue;
+      const auto info = cache.get(spec.c, other, mode);
+      const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2,
+                                          child.outputs[size_t(call - 1)].data(), nullptr, nullptr, call);
+      if (c.pass()) {
+        r.matches_set_per_call[size_t(call - 1)] = other;
+        break;
+      }
+    }
+  }
+
   r.outcome = Outcome::Fail;
   r.stage = "run";
   r.stage_elapsed = r.stage_seconds("run");
-  std::string which;
-  for (int f : failing) which += (which.empty() ? "" : ",") + std::to_string(f);
+  std::vector<int> failing_sets;
+  for (int f : failing) failing_sets.push_back(checked_call_set(f));
   std::ostringstream m;
-  m << (failing.size() == 1 ? "call " : "calls ") << which << " of " << calls << ": "
-    << r.cmp.over_tolerance << " of " << r.cmp.elements << " elements over tolerance";
+  const bool one = failing.size() == 1;
+  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls << " (input set"
+    << (one ? " " : "s ") << joined(failing_sets) << "): " << r.cmp.over_tolerance << " of "
+    << r.cmp.elements << " elements over tolerance";
+  if (!one) m << " in call " << r.cmp_call;
   std::vector<std::string> kinds;
   if (r.cmp.poisoned) kinds.push_back(std::to_string(r.cmp.poisoned) + " unwritten");
   if (r.cmp.nan_mismatch) kinds.push_back(std::to_string(r.cmp.nan_mismatch) + " NaN mismatch");
@@ -769,7 +828,19 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     for (size_t i = 0; i < kinds.size(); ++i) m << (i ? ", " : "") << kinds[i];
     m << ")";
   }
-  if (failing.size() == 1 && calls > 1) m << " (other calls pass)";
+  if (one && calls > 1) m << " (other calls pass)";
+  std::vector<std::string> stale;
+  for (int call : failing) {
+    const int other = r.matches_set_per_call[size_t(call - 1)];
+    if (other < 0) continue;
+    stale.push_back((one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
+                    " matches the reference of " + input_set_label(other, runs));
+  }
+  if (!stale.empty()) {
+    m << "; ";
+    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
+    m << ": stale inputs or a cached result?";
+  }
   r.message = m.str();
   return r;
 }

@@ -4,12 +4,16 @@
 // binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
 // group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-//   | output CALL | intermediates | available | done
+//   | output CALL SET | intermediates | available | done
 // Stages: setup (the harness builds the inputs; checks availability and support), init
 // (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
-// when the combination adds it), run (R checked calls), teardown (the plan is destroyed). Before
-// every checked call the output is poisoned with kPoisonBits; every call's output is written to a
-// file in the trial's private directory and checked by the parent against the exact reference.
+// when the combination adds it), run (R checked calls), teardown (the plan is destroyed).
+// Fresh inputs (cases.hpp): the plan is built, tuned, warmed up and captured on input set R; before
+// checked call i (1-based) the child writes input set i-1 into the plan (Plan::set_inputs, the
+// activations or, with --fresh all, every input) and poisons the output with kPoisonBits; every
+// call's output is written to a file in the trial's private directory and checked by the parent
+// against the exact reference of ITS OWN input set. A failing call whose output passes against
+// another set's reference is named as such: stale inputs or a cached result.
 // The parent polls the pipe against the current stage's deadline and the trial's; past either it
 // kills the child's whole process group (TIMEOUT, naming the stage). A signal is CRASH, an
 // exception ERROR, an unsupported backend or shape SKIP. The parent never touches a device.
@@ -47,6 +51,9 @@ struct TrialOptions {
   PlanOptions plan;           // tune cache dir, tune reps, tune time budget
   std::vector<Fault> faults;
   double slow_seconds = 2.0;  // what the `slow` fault sleeps
+  // What changes between checked calls (--fresh activations|all): A and SFA, or every input and
+  // the alphas.
+  InputSet fresh = InputSet::Activations;
 };
 
 struct TrialSpec {
@@ -80,6 +87,10 @@ struct TrialResult {
   Comparison cmp;
   int cmp_call = 0;
   std::vector<int64_t> over_per_call;
+  std::vector<int> set_per_call;      // the input set of each checked call
+  // Per checked call: the other input set whose reference a failing output matches (stale inputs
+  // or a cached result), or -1.
+  std::vector<int> matches_set_per_call;
   bool degenerate = false;
   std::string degeneracy;
   std::vector<std::string> warnings;
@@ -96,7 +107,8 @@ struct ChildReport {
   std::vector<StageTime> stages;
   std::vector<std::string> notes;
   std::vector<std::vector<uint16_t>> outputs;  // one per checked call
-  bool have_intermediates = false;
+  std::vector<int> output_sets;                // the input set the child wrote before each call
+  bool have_intermediates = false;             // G and U of the LAST checked call
   std::vector<float> g, u;
   bool available = false;  // probe: the backend said yes
 };

@@ -13,9 +13,12 @@
 // its value range from lg = floor(log2 K) to keep G = A*B1^T and U = A*B2^T of order 1..10 for
 // every K up to 2^20 (edge: ~20-30 where 448 meets a subnormal; gpumode follows GPU MODE and
 // grows like sqrt(K)); otherwise silu(G)*U would be mostly inf (G > 0) and zero (G < 0), and a
-// check against such a reference would say nothing. Scales are non-negative everywhere.
+// check against such a reference would say nothing. Scales are non-negative and finite everywhere
+// except in `suspicious`, which exists to carry negative, -0 and NaN scale bytes.
 //
 // Generation order, per tensor: batch l outermost, then rows, then K (C order of the arrays).
+// Each tensor draws from its own stream, so regenerating A and SFA alone (regenerate_activations)
+// gives the bytes make_problem would give them.
 #include "distributions.hpp"
 
 #include <cmath>
@@ -101,7 +104,7 @@ struct ScaleWindow {
 // E4M3(amax/6). Then sd(G) = sqrt(K) * sigma^2 stays within about 1..3.2 for every K, the scale
 // of a block (about 0.3 sigma) stays a normal E4M3 number up to K = 2^20, and both A and B look
 // like real NVFP4 activations/weights after a per-tensor normalisation.
-void gen_normal(Problem& p, uint64_t seed) {
+void gen_normal(Problem& p, uint64_t seed, bool weights) {
   const Shape& s = p.shape;
   const int lg = floor_log2(s.K);
   const double sigma = std::ldexp(1.5, -((lg + 2) / 4));
@@ -114,20 +117,23 @@ void gen_normal(Problem& p, uint64_t seed) {
     }
   };
   fill(p.a, p.sfa, s.M, kA);
+  if (!weights) return;
   fill(p.b1, p.sfb1, s.N, kB1);
   fill(p.b2, p.sfb2, s.N, kB2);
 }
 
 // uniform: every E2M1 code equally likely; scale bytes uniform over the ScaleWindow.
-void gen_uniform(Problem& p, uint64_t seed) {
+void gen_uniform(Problem& p, uint64_t seed, bool weights) {
   const ScaleWindow w(floor_log2(p.shape.K));
   const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
   for (const auto& c : codes) {
+    if (!weights && c.second != kA) continue;
     SplitMix64 g = stream(seed, c.second);
     random_codes(g, c.first->data(), c.first->size());
   }
   const std::pair<std::vector<uint8_t>*, uint64_t> scales[] = {{&p.sfa, kSFA}, {&p.sfb1, kSFB1}, {&p.sfb2, kSFB2}};
   for (const auto& c : scales) {
+    if (!weights && c.second != kSFA) continue;
     SplitMix64 g = stream(seed, c.second);
     for (auto& b : *c.first) b = w.draw(g);
   }
@@ -142,12 +148,13 @@ void gen_uniform(Problem& p, uint64_t seed) {
 //             C[l, 0, 0], gets a 448*448 block product, so it overflows to +-inf or underflows to
 //             -0 (silu of a huge negative G) — the IEEE overflow rule is exercised on one element.
 //   other kb: each scale independently: 1/8 zero, 1/8 subnormal (0x01..0x07), 3/4 ordinary.
-void gen_edge(Problem& p, uint64_t seed) {
+void gen_edge(Problem& p, uint64_t seed, bool weights) {
   const Shape& s = p.shape;
   const ScaleWindow w(floor_log2(s.K));
   const int64_t nkb = s.K / 16;
   const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
   for (const auto& c : codes) {
+    if (!weights && c.second != kA) continue;
     SplitMix64 g = stream(seed, c.second);
     random_codes(g, c.first->data(), c.first->size());
   }
@@ -181,6 +188,7 @@ void gen_edge(Problem& p, uint64_t seed) {
     }
   };
   fill(p.sfa, s.M, kSFA, true, false);
+  if (!weights) return;
   fill(p.sfb1, s.N, kSFB1, false, true);
   fill(p.sfb2, s.N, kSFB2, false, false);
 }
@@ -190,14 +198,16 @@ void gen_edge(Problem& p, uint64_t seed) {
 // randint(0, 255) & 0xBB (nibble values {0, +-0.5, +-1, +-1.5}); each scale is a uniform float32
 // in [0, 1) rounded to E4M3FN (so 1.0 occurs: u >= 0.96875 rounds up). Same distribution, not the
 // same bytes (different PRNG).
-void gen_gpumode(Problem& p, uint64_t seed) {
+void gen_gpumode(Problem& p, uint64_t seed, bool weights) {
   const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
   for (const auto& c : codes) {
+    if (!weights && c.second != kA) continue;
     SplitMix64 g = stream(seed, c.second);
     for (auto& b : *c.first) b = static_cast<uint8_t>(g.below(255) & 0xBB);
   }
   const std::pair<std::vector<uint8_t>*, uint64_t> scales[] = {{&p.sfa, kSFA}, {&p.sfb1, kSFB1}, {&p.sfb2, kSFB2}};
   for (const auto& c : scales) {
+    if (!weights && c.second != kSFA) continue;
     SplitMix64 g = stream(seed, c.second);
     for (auto& b : *c.first) b = e4m3_encode(g.unit_float());
   }
@@ -206,12 +216,13 @@ void gen_gpumode(Problem& p, uint64_t seed) {
 // ones: every value 1.0 (code 2); SFA = 2^-(t/2), SFB1 = SFB2 = 2^-(t - t/2), t = lg - 2, so
 // G = U = K * 2^-t lies in [4, 8) exactly and C = silu(G) * G. (Exponents clamp at 2^-9, i.e.
 // for K >= 2^20 G grows again.) The seed is not used: there is one such problem per shape.
-void gen_ones(Problem& p, uint64_t) {
+void gen_ones(Problem& p, uint64_t, bool weights) {
   const int t = floor_log2(p.shape.K) - 2;
   std::fill(p.a.begin(), p.a.end(), 0x22);
+  std::fill(p.sfa.begin(), p.sfa.end(), pow2_byte(-(t / 2)));
+  if (!weights) return;
   std::fill(p.b1.begin(), p.b1.end(), 0x22);
   std::fill(p.b2.begin(), p.b2.end(), 0x22);
-  std::fill(p.sfa.begin(), p.sfa.end(), pow2_byte(-(t / 2)));
   std::fill(p.sfb1.begin(), p.sfb1.end(), pow2_byte(-(t - t / 2)));
   std::fill(p.sfb2.begin(), p.sfb2.end(), pow2_byte(-(t - t / 2)));
 }
@@ -223,7 +234,7 @@ void gen_ones(Problem& p, uint64_t) {
 //   B1[n][k] = +E2M1 code 1 + (n + 3k) % 7,  SFB1[n][kb] = 2^((n + kb) % 3 - 1)
 //   B2[n][k] = E2M1 code 1 + (2n + k + 3) % 7, negative when n + k is odd, SFB2 = 2^-((n + 2kb) % 2)
 // plus l in both patterns' n, so batches differ too.
-void gen_identity(Problem& p, uint64_t seed) {
+void gen_identity(Problem& p, uint64_t seed, bool weights) {
   const Shape& s = p.shape;
   SplitMix64 g = stream(seed, kMisc);
   const int64_t off = int64_t(g.next() % uint64_t(s.K));
@@ -235,6 +246,7 @@ void gen_identity(Problem& p, uint64_t seed) {
       const int64_t k = (m + off + l) % s.K;
       p.a[size_t((l * s.M + m) * hk + k / 2)] = static_cast<uint8_t>(k % 2 ? 0x20 : 0x02);
     }
+    if (!weights) continue;
     for (int64_t n = 0; n < s.N; ++n) {
       const int64_t nn = n + l;
       for (int64_t k = 0; k < s.K; ++k) {
@@ -253,33 +265,87 @@ void gen_identity(Problem& p, uint64_t seed) {
   }
 }
 
-}  // namespace
-
-const std::vector<std::string>& distribution_names() {
-  static const std::vector<std::string> names = {"normal", "uniform", "edge", "gpumode", "ones", "identity"};
-  return names;
+// suspicious: the normal data, then legal but suspicious scale bytes (docs/design.md §1), drawn from
+// the scale streams (which normal does not use), per tensor:
+//   every scale byte: sign bit set with probability 1/4 (a negative scale: the block is negated);
+//     in blocks kb >= 1 the byte becomes 0x80 (-0: the block is zero) with probability 1/32
+//     (block 0 never, so no row is all zero);
+//   NaN, per batch, one scale byte of one row: SFA 0xFF when M >= 8, SFB1 0x7F when N >= 8, SFB2
+//     0xFF when N >= 16 (so one row of C and up to two columns are NaN; at most 23% of C).
+// A path that drops the sign (UE4M3), decodes e4m3fnuz (0x80 is its NaN) or turns a NaN scale into
+// a number gives wrong values where these bytes are.
+void gen_suspicious(Problem& p, uint64_t seed, bool weights) {
+  gen_normal(p, seed, weights);
+  const Shape& s = p.shape;
+  const int64_t nkb = s.K / 16;
+  auto mark = [&](std::vector<uint8_t>& sf, int64_t rows, uint64_t tag, int64_t nan_rows, uint8_t nan) {
+    SplitMix64 g = stream(seed, tag);
+    for (size_t i = 0; i < sf.size(); ++i) {
+      const uint32_t dice = g.below(32);
+      if (dice < 8) sf[i] = static_cast<uint8_t>(sf[i] | 0x80);
+      else if (dice == 8 && int64_t(i) % nkb != 0) sf[i] = 0x80;
+    }
+    for (int64_t l = 0; l < s.L; ++l) {
+      const int64_t r = g.below(uint64_t(rows)), kb = g.below(uint64_t(nkb));
+      if (rows >= nan_rows) sf[size_t((l * rows + r) * nkb + kb)] = nan;
+    }
+  };
+  mark(p.sfa, s.M, kSFA, 8, 0xFF);
+  if (!weights) return;
+  mark(p.sfb1, s.N, kSFB1, 8, 0x7F);
+  mark(p.sfb2, s.N, kSFB2, 16, 0xFF);
 }
 
-Problem make_problem(const Shape& shape, const std::string& distribution, uint64_t seed) {
-  Problem p = Problem::zeros(shape);  // validates the shape
+// Fills `p` (zeroed or not, of the right sizes) by name; with weights == false only A and SFA.
+void generate(Problem& p, const std::string& distribution, uint64_t seed, bool weights) {
   if (distribution == "normal") {
-    gen_normal(p, seed);
+    gen_normal(p, seed, weights);
   } else if (distribution == "uniform") {
-    gen_uniform(p, seed);
+    gen_uniform(p, seed, weights);
   } else if (distribution == "edge") {
-    gen_edge(p, seed);
+    gen_edge(p, seed, weights);
   } else if (distribution == "gpumode") {
-    gen_gpumode(p, seed);
+    gen_gpumode(p, seed, weights);
   } else if (distribution == "ones") {
-    gen_ones(p, seed);
+    gen_ones(p, seed, weights);
   } else if (distribution == "identity") {
-    gen_identity(p, seed);
+    gen_identity(p, seed, weights);
+  } else if (distribution == "suspicious") {
+    gen_suspicious(p, seed, weights);
   } else {
     std::string known;
     for (const auto& n : distribution_names()) known += (known.empty() ? "" : ", ") + n;
     throw InputError("unknown distribution '" + distribution + "' (known: " + known + ")");
   }
+}
+
+}  // namespace
+
+const std::vector<std::string>& distribution_names() {
+  static const std::vector<std::string> names = {"normal", "uniform", "edge",      "gpumode",
+                                                 "ones",   "identity", "suspicious"};
+  return names;
+}
+
+Problem make_problem(const Shape& shape, const std::string& distribution, uint64_t seed) {
+  Problem p = Problem::zeros(shape);  // validates the shape
+  generate(p, distribution, seed, true);
   return p;
+}
+
+void regenerate_activations(Problem& p, const std::string& distribution, uint64_t seed) {
+  p.validate();
+  generate(p, distribution, seed, false);
+}
+
+void negate_elements(std::vector<uint8_t>& packed, uint64_t seed) {
+  SplitMix64 g = stream(seed, kMisc);
+  for (size_t i = 0; i < packed.size(); i += 8) {
+    uint64_t r = g.next();
+    r &= g.next();  // each bit set with probability 1/4
+    for (size_t j = i; j < packed.size() && j < i + 8; ++j, r >>= 8)
+      packed[j] = static_cast<uint8_t>(packed[j] ^ (r & 0x88));
+  }
 }
 
 }  // namespace nvfp4

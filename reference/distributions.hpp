@@ -13,6 +13,10 @@
 //             [4, 8) exactly and C = silu(G)*G (seed unused)
 //   identity  A is a seeded shifted identity (0/1, scale 1), B1/B2 fixed non-zero index patterns,
 //             so G[l,m,n] = B1[l,n,k(m)] exactly: a mixed-up index gives a visibly wrong pattern
+//   suspicious normal data with legal but suspicious scale bytes: about 1/4 of the scales
+//             negative, a few -0 (0x80), and NaN scales (0x7F, 0xFF) in one row of A and up to
+//             two rows of B1/B2 per batch (when M >= 8, N >= 8 / 16): the NaN rows and columns of
+//             C stay a small fraction
 // Details and the PRNG (splitmix64, Irwin-Hall normals) are in distributions.cpp.
 #pragma once
 #include <cstdint>
@@ -26,5 +30,12 @@ namespace nvfp4 {
 const std::vector<std::string>& distribution_names();
 // Throws InputError for an unknown name.
 Problem make_problem(const Shape& shape, const std::string& distribution, uint64_t seed);
+// Rewrites only A and SFA of `p` with the bytes make_problem(p.shape, distribution, seed) has in
+// its A and SFA (the weights and alphas are left as they are): fresh activations for a seed.
+void regenerate_activations(Problem& p, const std::string& distribution, uint64_t seed);
+// Negates a seeded pseudo-random quarter of the E2M1 elements of packed codes (flips sign bit 3 of
+// each chosen nibble): values keep their magnitudes, the products change (a quarter rather than a
+// half, so that a row of equal values rarely cancels to zero). Same seed, same bytes.
+void negate_elements(std::vector<uint8_t>& packed, uint64_t seed);
 
 }  // namespace nvfp4

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "distributions.hpp"
+#include "errors.hpp"
 #include "formats.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
@@ -235,4 +236,33 @@ TEST_CASE("the check in this file rejects a wrong answer") {
   wrong = c;
   wrong[0] = 0x7E00;  // a NaN where a number belongs
   CHECK(check_output(p, ref, wrong).nan_mismatch == 1);
+}
+
+TEST_CASE("set_inputs: every later call computes on the inputs last written, in both modes") {
+  // Fresh inputs (harness/cases.hpp): activations only, or every array and both alphas.
+  const Shape s = Shape::parse("21x37x272x2");
+  const Problem built = make_problem(s, "normal", 51);
+  for (const char* combo : {"plain", "fused"})
+    for (InputSet mode : {InputSet::Activations, InputSet::All}) {
+      INFO("cpu " << std::string(combo) << " fresh " << input_set_name(mode));
+      auto plan = build_plan("cpu", Combo::parse(combo), built, PlanOptions{});
+      for (uint64_t seed : {52u, 53u}) {
+        Problem next = make_problem(s, "suspicious", seed);
+        next.alpha1 = -1.25f * float(seed - 51);
+        next.alpha2 = 0.375f;
+        plan->set_inputs(next, mode);
+        // What the plan must now compute: the new activations, and the rest as the mode says.
+        Problem want = mode == InputSet::All ? next : built;
+        want.a = next.a;
+        want.sfa = next.sfa;
+        ReferenceOptions ro;
+        ro.abs_sums = true;
+        const ReferenceResult ref = compute_reference(want, ro);
+        const Verdict v = check_output(want, ref, run_plan(*plan, s));
+        INFO(v.first);
+        CHECK(v.bad == 0);
+        CHECK(v.nan_mismatch == 0);
+      }
+      CHECK_THROWS_AS(plan->set_inputs(make_problem(Shape::parse("21x37x256x2"), "normal", 1), mode), InputError);
+    }
 }

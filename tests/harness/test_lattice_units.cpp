@@ -79,6 +79,9 @@ TEST_CASE("the child's SPEC survives encoding") {
   t.c.shape = Shape::parse("33x65x160x2");
   t.c.dist = "edge";
   t.c.seed = 18446744073709551615ull;
+  t.c.alpha1 = 1.0f / 3000.0f;
+  t.c.alpha2 = -250.5f;
+  t.options.fresh = InputSet::All;
   t.options.warmup = 5;
   t.options.runs = 2;
   t.options.slow_seconds = 0.25;
@@ -96,6 +99,15 @@ TEST_CASE("the child's SPEC survives encoding") {
   CHECK(u.c.shape == t.c.shape);
   CHECK(u.c.dist == "edge");
   CHECK(u.c.seed == t.c.seed);
+  CHECK(u.c.alpha1 == t.c.alpha1);  // bit-exact through the text
+  CHECK(u.c.alpha2 == t.c.alpha2);
+  CHECK(u.options.fresh == InputSet::All);
+  TrialSpec plain_spec = t;
+  plain_spec.options.fresh = InputSet::Activations;
+  plain_spec.c.alpha1 = plain_spec.c.alpha2 = 1.0f;
+  const TrialSpec v = decode_trial(encode_trial(plain_spec, 1, "/", false), nullptr, nullptr, nullptr);
+  CHECK(v.options.fresh == InputSet::Activations);
+  CHECK_FALSE(v.c.has_alpha());
   CHECK(u.options.warmup == 5);
   CHECK(u.options.runs == 2);
   CHECK(u.options.slow_seconds == 0.25);
@@ -275,6 +287,18 @@ TEST_CASE("suite narrowing: --shape replaces shapes, --dist filters, --seed repl
   auto one = narrow_suite(suite, f);
   REQUIRE(one.size() == 1);
   CHECK(one[0].name() == "33x65x160 edge seed 99");
+
+  SuiteFilter with_alpha = f;
+  with_alpha.alphas = std::make_pair(-1.5f, 0.3f);
+  auto alpha = narrow_suite(suite, with_alpha);
+  REQUIRE(alpha.size() == 1);
+  CHECK(alpha[0].name() == "33x65x160 edge seed 99 alpha -1.5,0.3");
+  CHECK(with_alpha.empty() == f.empty());  // alphas also apply to a case directory
+  CHECK(parse_alphas(alphas_text(alpha[0].alpha1, alpha[0].alpha2)) == std::make_pair(-1.5f, 0.3f));
+  CHECK(float_text(1.0f / 3000.0f) == "0.00033333333");
+  CHECK_THROWS_AS(parse_alphas("1"), InputError);
+  CHECK_THROWS_AS(parse_alphas("1,inf"), InputError);
+  CHECK_THROWS_AS(parse_alphas("1,2x"), InputError);
 
   SuiteFilter only_dist;
   only_dist.dists = {"ones"};

@@ -1,7 +1,9 @@
 // test_distributions.cpp — the named, seeded generators (distributions.hpp).
 //
 // Determinism per seed, different seeds differ, every name gives a valid Problem (ragged shapes,
-// L > 1, non-negative non-NaN scales), each distribution has its documented structure, and none
+// L > 1, non-negative non-NaN scales except in `suspicious`, which must carry negative, -0 and NaN
+// ones), fresh activations regenerate exactly make_problem's A and SFA, each distribution has its
+// documented structure, and none
 // is degenerate: a plain double evaluation of C = silu(A*B1^T) * (A*B2^T) (not the exact
 // reference; enough to count inf/NaN/zero outputs) is mostly finite and non-zero up to K = 7168.
 #include <doctest/doctest.h>
@@ -68,13 +70,13 @@ bool same_bytes(const Problem& x, const Problem& y) {
 
 TEST_CASE("names") {
   const std::set<std::string> names(distribution_names().begin(), distribution_names().end());
-  CHECK(names == std::set<std::string>{"normal", "uniform", "edge", "gpumode", "ones", "identity"});
+  CHECK(names == std::set<std::string>{"normal", "uniform", "edge", "gpumode", "ones", "identity", "suspicious"});
   CHECK_THROWS_WITH_AS(make_problem(Shape{1, 1, 16, 1}, "gaussian", 1), doctest::Contains("known: normal"),
                        InputError);
   CHECK_THROWS_AS(make_problem(Shape{1, 1, 24, 1}, "normal", 1), InputError);  // K % 16
 }
 
-TEST_CASE("every distribution: valid, deterministic, seeded, non-negative scales") {
+TEST_CASE("every distribution: valid, deterministic, seeded, non-negative scales (but suspicious)") {
   for (const auto& name : distribution_names())
     for (const Shape& s : kShapes) {
       CAPTURE(name);
@@ -85,11 +87,12 @@ TEST_CASE("every distribution: valid, deterministic, seeded, non-negative scales
       CHECK(p.alpha1 == 1.0f);
       CHECK(p.alpha2 == 1.0f);
       CHECK(same_bytes(p, make_problem(s, name, 1234)));
-      for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2})
-        for (uint8_t b : *sf) {
-          REQUIRE((b & 0x80) == 0);
-          REQUIRE_FALSE(e4m3_is_nan(b));
-        }
+      if (name != "suspicious")
+        for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2})
+          for (uint8_t b : *sf) {
+            REQUIRE((b & 0x80) == 0);
+            REQUIRE_FALSE(e4m3_is_nan(b));
+          }
       const Problem q = make_problem(s, name, 1235);
       if (name == "ones") {
         CHECK(same_bytes(p, q));  // documented: the seed is not used
@@ -107,7 +110,8 @@ TEST_CASE("the bytes are pinned: a change to a generator must be deliberate") {
   const std::pair<const char*, uint64_t> pinned[] = {
       {"normal", 6025381027937861904ull},  {"uniform", 5801555299134041005ull},
       {"edge", 9895916061686911632ull},    {"gpumode", 8702627560142294503ull},
-      {"ones", 12153428102781871139ull},   {"identity", 10464223117915774217ull}};
+      {"ones", 12153428102781871139ull},   {"identity", 10464223117915774217ull},
+      {"suspicious", 12595679346768348448ull}};
   auto fnv = [](const Problem& p) {
     uint64_t h = 1469598103934665603ull;
     for (const auto* v : {&p.a, &p.b1, &p.b2, &p.sfa, &p.sfb1, &p.sfb2})
@@ -215,6 +219,87 @@ TEST_CASE("structure of each distribution") {
     CHECK(sd > 0.9 * sigma);
     CHECK(sd < 1.1 * sigma);
   }
+  SUBCASE("suspicious: normal's codes; negative, -0 and NaN (0x7F and 0xFF) scales in every operand") {
+    const Problem p = make_problem(s, "suspicious", 5), q = make_problem(s, "normal", 5);
+    CHECK(p.a == q.a);
+    CHECK(p.b1 == q.b1);
+    CHECK(p.b2 == q.b2);
+    for (const auto* pair : {&p.sfa, &p.sfb1, &p.sfb2}) {
+      const std::vector<uint8_t>& sf = *pair;
+      const std::vector<uint8_t>& base = pair == &p.sfa ? q.sfa : pair == &p.sfb1 ? q.sfb1 : q.sfb2;
+      int64_t neg = 0, negzero = 0, nan = 0;
+      for (size_t i = 0; i < sf.size(); ++i) {
+        if (e4m3_is_nan(sf[i])) {
+          ++nan;
+          continue;
+        }
+        if (sf[i] == 0x80 && base[i] != 0x80) {
+          ++negzero;
+          CHECK(int64_t(i) % nkb != 0);  // never block 0
+          continue;
+        }
+        CHECK((sf[i] & 0x7F) == base[i]);  // otherwise the same magnitude
+        neg += (sf[i] & 0x80) != 0;
+      }
+      CHECK(nan == s.L);  // one per batch (M = 64, N = 48: every operand has one)
+      CHECK(negzero > 0);
+      CHECK(neg > int64_t(sf.size()) / 6);
+      CHECK(neg < int64_t(sf.size()) / 3);
+    }
+    std::set<uint8_t> nan_bytes;
+    for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2})
+      for (uint8_t b : *sf)
+        if (e4m3_is_nan(b)) nan_bytes.insert(b);
+    CHECK(nan_bytes == std::set<uint8_t>{0x7F, 0xFF});
+    // Small shapes keep their NaN count down: no NaN row in A below M = 8, in B2 below N = 16.
+    const Problem small = make_problem(Shape{7, 13, 48, 1}, "suspicious", 5);
+    for (uint8_t b : small.sfa) CHECK_FALSE(e4m3_is_nan(b));
+    for (uint8_t b : small.sfb2) CHECK_FALSE(e4m3_is_nan(b));
+    int nan_b1 = 0;
+    for (uint8_t b : small.sfb1) nan_b1 += e4m3_is_nan(b);
+    CHECK(nan_b1 == 1);
+  }
+}
+
+TEST_CASE("fresh activations: regenerate_activations writes make_problem's A and SFA, nothing else") {
+  for (const auto& name : distribution_names())
+    for (const Shape& s : kShapes) {
+      CAPTURE(name);
+      CAPTURE(s.str());
+      const Problem base = make_problem(s, name, 1), other = make_problem(s, name, 99);
+      Problem p = base;
+      p.alpha1 = -2.5f;
+      regenerate_activations(p, name, 99);
+      CHECK(p.a == other.a);
+      CHECK(p.sfa == other.sfa);
+      CHECK(p.b1 == base.b1);
+      CHECK(p.b2 == base.b2);
+      CHECK(p.sfb1 == base.sfb1);
+      CHECK(p.sfb2 == base.sfb2);
+      CHECK(p.alpha1 == -2.5f);
+    }
+  Problem wrong = Problem::zeros(Shape{4, 4, 32, 1});
+  wrong.a.pop_back();
+  CHECK_THROWS_AS(regenerate_activations(wrong, "normal", 1), InputError);
+}
+
+TEST_CASE("negate_elements: seeded, flips only sign bits, about a quarter of the elements") {
+  std::vector<uint8_t> codes(4096);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = uint8_t(i * 37);
+  std::vector<uint8_t> x = codes, y = codes, z = codes;
+  negate_elements(x, 1);
+  negate_elements(y, 1);
+  negate_elements(z, 2);
+  CHECK(x == y);
+  CHECK(x != z);
+  int64_t flipped = 0;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    CHECK(((x[i] ^ codes[i]) & 0x77) == 0);  // magnitudes untouched
+    flipped += ((x[i] ^ codes[i]) & 0x08) != 0;
+    flipped += ((x[i] ^ codes[i]) & 0x80) != 0;
+  }
+  CHECK(flipped > 8192 / 5);
+  CHECK(flipped < 8192 / 3);
 }
 
 TEST_CASE("no distribution is degenerate (mostly inf, NaN or zero) for K up to 7168") {
