@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -74,6 +75,95 @@ Tolerance::Verdict Tolerance::judge(uint16_t got, double g, double u, double s_g
   return {err <= bound, c, err, bound};
 }
 
+namespace {
+double silu_slope(double x) {
+  const double sg = 1.0 / (1.0 + std::exp(-x));
+  return sg * (1.0 + x * (1.0 - sg));
+}
+// The largest |silu'| on [lo, hi]: silu' has its maximum 1.0998 at x = 2.40 and its minimum
+// -0.0998 at x = -2.40, and is monotone between and beyond them.
+double max_silu_slope(double lo, double hi) {
+  double m = std::max(std::fabs(silu_slope(lo)), std::fabs(silu_slope(hi)));
+  if (lo <= 2.3994 && hi >= 2.3994) m = std::max(m, Tolerance::kSiluSlope);
+  if (lo <= -2.3994 && hi >= -2.3994) m = std::max(m, 0.0998);
+  return m;
+}
+}  // namespace
+
+double Statistic::element_probability(int64_t K) {
+  const double u = Tolerance::kUnit;
+  const double per_gemm = 2.0 * double(K) * std::exp(-kLambda * kLambda * (1 - u) * (1 - u) / 2);
+  return std::min(1.0, 2.0 * per_gemm);
+}
+
+int64_t Statistic::limit(int64_t n, double p) {
+  if (n <= 0) return 0;
+  if (p <= 0) return 0;
+  if (p >= 1) return n;
+  // pmf(j) for j = 0..jmax in log space (lgamma); beyond jmax the tail is far below kFalseAlarm.
+  const double mean = double(n) * p;
+  const int64_t jmax = std::min<int64_t>(n, int64_t(mean + 40 * std::sqrt(mean) + 80));
+  const double lp = std::log(p), lq = std::log1p(-p), ln = std::lgamma(double(n) + 1);
+  std::vector<double> pmf(size_t(jmax + 1));
+  for (int64_t j = 0; j <= jmax; ++j)
+    pmf[size_t(j)] = std::exp(ln - std::lgamma(double(j) + 1) - std::lgamma(double(n - j) + 1) +
+                              double(j) * lp + double(n - j) * lq);
+  // tail = P(X >= k), summed from the top; the answer is the smallest k - 1 with tail <= alpha.
+  double tail = 0;
+  int64_t crit = jmax;
+  for (int64_t k = jmax; k >= 1; --k) {
+    tail += pmf[size_t(k)];
+    if (tail > kFalseAlarm) break;
+    crit = k - 1;
+  }
+  return crit;
+}
+
+Statistic::Scale Statistic::scale(const Tolerance& t, double g, double u, double s_g, double s_u) {
+  const double a1 = std::fabs(t.alpha1), a2 = std::fabs(t.alpha2);
+  const double root = std::sqrt(double(t.K)) * Tolerance::kUnit;
+  const double sig_g = a1 * root * s_g, sig_u = a2 * root * s_u;
+  const double x = t.alpha1 * g, y = std::fabs(t.alpha2 * u);
+  const double reach = kLambda * sig_g + 0x1p-23 * std::fabs(x);
+  const double slope = max_silu_slope(x - reach, x + reach);
+  const double sx = std::fabs(x / (1.0 + std::exp(-x)));
+  Scale sc;
+  sc.tau = slope * sig_g * (y + kLambda * sig_u) + sx * sig_u;
+  sc.e_ep = Tolerance::kEpilogueRel * sx * y + 0x1p-24 * (slope * std::fabs(x) * y + sx * y);
+  sc.half_ulp = fp16_ulp_at(sx * y + kLambda * sc.tau + sc.e_ep) / 2;
+  return sc;
+}
+
+std::string Comparison::criterion() const {
+  if (!bound_pass()) return "bound";
+  if (!stat_pass()) return "statistic";
+  return "";
+}
+
+std::string Comparison::stat_message() const {
+  if (stat_pass()) return "";
+  char buf[512];
+  const double pct = stat_elements ? 100.0 * double(unexplained) / double(stat_elements) : 0.0;
+  int n = std::snprintf(buf, sizeof buf,
+                        "%lld of %lld elements (%.2g%%) are further from the exact value than fp32 "
+                        "accumulation and one correct rounding explain (a correct path: at most %lld)",
+                        (long long)unexplained, (long long)stat_elements, pct,
+                        (long long)unexplained_limit);
+  std::string s(buf, size_t(std::max(0, n)));
+  if (2 * unexplained_one_ulp >= unexplained) {
+    s += "; most are one fp16 ulp off where fp32 arithmetic rounds correctly: a final conversion "
+         "that truncates, or an intermediate held in fp16?";
+  } else if (std::isfinite(excess_factor)) {
+    std::snprintf(buf, sizeof buf, "; their errors are %.3gx larger than fp32 accumulation allows", excess_factor);
+    s += buf;
+    s += ": an intermediate held in bf16 or fp16, a low-precision accumulator, dropped terms or an "
+         "approximate epilogue?";
+  } else {
+    s += "; they are wrong where fp32 arithmetic is exact: dropped terms or an approximate epilogue?";
+  }
+  return s;
+}
+
 int ulp_bucket(uint32_t d) {
   if (d <= 2) return int(d);
   int b = 3;
@@ -135,6 +225,10 @@ Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2
   int64_t rejected_real = 0, rejected_with_gemm_error = 0;
   if (mid_sized) out.g_out_of_bound = out.u_out_of_bound = 0;
 
+  // The statistical criterion: z of every element not correctly rounded beyond e_ep.
+  std::vector<double> excess;
+  std::vector<ElementReport> unexplained_at;
+
   for (int64_t i = 0; i < total; ++i) {
     const uint16_t c = got[i];
     ElementReport er;
@@ -195,6 +289,22 @@ Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2
         }
       }
     }
+    if (std::isfinite(x) && std::isfinite(v.exact) && !fp16_is_inf(ref.c[i]) && !fp16_is_nan(ref.c[i])) {
+      ++out.stat_elements;
+      const Statistic::Scale sc = Statistic::scale(tol, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
+      const double beyond = std::fabs(x - v.exact) - sc.half_ulp - sc.e_ep;
+      if (beyond > 0) {
+        const double z = sc.tau > 0 ? beyond / sc.tau : std::numeric_limits<double>::infinity();
+        excess.push_back(z);
+        if (z > Statistic::kLambda) {
+          ++out.unexplained;
+          if (std::fabs(x - v.exact) <= fp16_ulp_at(v.exact)) ++out.unexplained_one_ulp;
+          ElementReport ue = er;
+          ue.bound = sc.half_ulp + Statistic::kLambda * sc.tau + sc.e_ep;
+          keep_worst(unexplained_at, ue, 5);
+        }
+      }
+    }
     if (v.ok) continue;
     ++out.over_tolerance;
     ++rejected_real;
@@ -202,6 +312,25 @@ Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2
     if (got_nan != ref_nan) ++out.nan_mismatch;
     if (fp16_is_inf(c) || fp16_is_inf(ref.c[i]) || std::isinf(v.exact)) ++out.inf_mismatch;
     keep_worst(out.worst, er, 5);
+  }
+
+  out.unexplained_limit = Statistic::limit(out.stat_elements, Statistic::element_probability(s.K));
+  out.unexplained_at = std::move(unexplained_at);
+  if (!excess.empty())
+    out.element_margin = Statistic::kLambda / *std::max_element(excess.begin(), excess.end());
+  if (int64_t(excess.size()) > out.unexplained_limit) {
+    // z*: the (n_crit+1)-th largest excess; the criterion fails exactly when z* > lambda.
+    auto nth = excess.begin() + out.unexplained_limit;
+    std::nth_element(excess.begin(), nth, excess.end(), std::greater<double>());
+    out.stat_margin = Statistic::kLambda / *nth;
+  }
+  if (out.unexplained > 0) {
+    std::vector<double> over;
+    for (double z : excess)
+      if (z > Statistic::kLambda) over.push_back(z);
+    auto mid = over.begin() + over.size() / 2;
+    std::nth_element(over.begin(), mid, over.end());
+    out.excess_factor = *mid / Statistic::kLambda;
   }
 
   // Attribution: where the rejected (written) elements went wrong.

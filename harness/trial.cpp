@@ -778,9 +778,11 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     r.over_per_call.push_back(c.over_tolerance);
     r.matches_set_per_call.push_back(-1);
     if (!c.pass()) failing.push_back(i + 1);
-    const bool better = r.cmp_call == 0 || c.over_tolerance > r.cmp.over_tolerance ||
+    const bool better = r.cmp_call == 0 || (!c.pass() && r.cmp.pass()) ||
+                        c.over_tolerance > r.cmp.over_tolerance ||
                         (c.over_tolerance == r.cmp.over_tolerance && r.cmp.over_tolerance == 0 &&
-                         c.max_ulp > r.cmp.max_ulp);
+                         (c.stat_margin < r.cmp.stat_margin ||
+                          (c.stat_margin == r.cmp.stat_margin && c.max_ulp > r.cmp.max_ulp)));
     if (better) {
       r.cmp = std::move(c);
       r.cmp_call = i + 1;
@@ -841,6 +843,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
     m << ": stale inputs or a cached result?";
   }
+  if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
   r.message = m.str();
   return r;
 }

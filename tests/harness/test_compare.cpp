@@ -1,15 +1,20 @@
 // test_compare.cpp — the fp16 ordered line and ULP distance (exhaustively), the derived tolerance on
-// constructed cases, and the per-trial metrics of compare_output.
+// constructed cases, the per-trial metrics of compare_output, and the statistical criterion on real
+// suite data with correct and deliberately degraded fp32 arithmetic.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "compare.hpp"
+#include "cpu/cpu_common.hpp"
+#include "distributions.hpp"
 #include "formats.hpp"
+#include "reference.hpp"
 
 using namespace nvfp4;
 
@@ -291,4 +296,222 @@ TEST_CASE("degenerate references and suspicious scales are flagged") {
   CHECK(w[0].find("SFA: 1 NaN") == 0);
   CHECK(w[0].find("row=1 block=1") != std::string::npos);
   CHECK(w[1].find("SFB2: 1 negative") == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The statistical criterion (compare.hpp, second criterion). Outputs are built from real suite
+// data: the exact reference's G, U and abs sums, and fp32 G, U accumulated here from the exactly
+// decoded operands, then the epilogue, each with one piece of arithmetic changed the way a bug
+// would change it.
+
+
+namespace {
+
+enum class Acc { Sequential, Fma, Blocked64, Fp16, DropBlock };
+
+float to_bf16(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  b += 0x7FFFu + ((b >> 16) & 1u);
+  b &= 0xFFFF0000u;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+float to_fp16(float x) { return fp16_to_float(fp16_from_float(x)); }
+
+// exp from 2^f = 1 + f*(0.6565 + 0.3435 f) after range reduction: a low-order polynomial with a
+// relative error of about 1e-3.
+float exp_quadratic(float t) {
+  const float y = t * 1.44269504f, n = std::floor(y), f = y - n;
+  return std::ldexp(1.0f + f * (0.6565f + 0.3435f * f), int(n));
+}
+
+struct Data {
+  Problem p;
+  ReferenceResult ref;
+  std::vector<float> a, b1, b2;  // decoded, (M, K) and (N, K), L = 1
+};
+
+Data make_data(const char* shape, const char* dist, uint64_t seed) {
+  Data d;
+  d.p = make_problem(Shape::parse(shape), dist, seed);
+  ReferenceOptions o;
+  o.abs_sums = true;
+  d.ref = compute_reference(d.p, o);
+  const Shape& s = d.p.shape;
+  d.a.resize(size_t(s.M * s.K));
+  d.b1.resize(size_t(s.N * s.K));
+  d.b2.resize(size_t(s.N * s.K));
+  cpu::decode_rows_f32(d.p.a.data(), d.p.sfa.data(), s.M, s.K, d.a.data());
+  cpu::decode_rows_f32(d.p.b1.data(), d.p.sfb1.data(), s.N, s.K, d.b1.data());
+  cpu::decode_rows_f32(d.p.b2.data(), d.p.sfb2.data(), s.N, s.K, d.b2.data());
+  return d;
+}
+
+float dot(const float* x, const float* y, int64_t K, Acc acc) {
+  float s = 0;
+  switch (acc) {
+    case Acc::Sequential:
+      for (int64_t k = 0; k < K; ++k) {
+        volatile float prod = x[k] * y[k];  // no contraction into an FMA
+        s += prod;
+      }
+      return s;
+    case Acc::Fma:
+      for (int64_t k = 0; k < K; ++k) s = std::fma(x[k], y[k], s);
+      return s;
+    case Acc::Blocked64:
+      for (int64_t k0 = 0; k0 < K; k0 += 64) {
+        float part = 0;
+        for (int64_t k = k0; k < std::min<int64_t>(K, k0 + 64); ++k) part += x[k] * y[k];
+        s += part;
+      }
+      return s;
+    case Acc::Fp16:  // per-block fp32 products summed into an fp16 accumulator
+      for (int64_t k0 = 0; k0 < K; k0 += 16) {
+        float part = 0;
+        for (int64_t k = k0; k < k0 + 16; ++k) part += x[k] * y[k];
+        s = to_fp16(s + part);
+      }
+      return s;
+    case Acc::DropBlock:  // the middle block of 16 is skipped
+      for (int64_t k = 0; k < K; ++k)
+        if (k / 16 != (K / 16) / 2) s += x[k] * y[k];
+      return s;
+  }
+  return s;
+}
+
+struct Path {
+  Acc acc = Acc::Sequential;
+  float (*mid)(float) = nullptr;  // rounding of G and U before the epilogue
+  bool fast_exp = false;          // exp off by +1.2e-7 relative (a fast library exp)
+  bool poly_exp = false;          // exp_quadratic
+  bool truncate_lane = false;     // n % 4 == 3 converted to fp16 toward zero
+};
+
+std::vector<uint16_t> run_path(const Data& d, const Path& path) {
+  const Shape& s = d.p.shape;
+  std::vector<uint16_t> c(size_t(s.M * s.N));
+  for (int64_t m = 0; m < s.M; ++m)
+    for (int64_t n = 0; n < s.N; ++n) {
+      float g = dot(&d.a[size_t(m * s.K)], &d.b1[size_t(n * s.K)], s.K, path.acc);
+      float u = dot(&d.a[size_t(m * s.K)], &d.b2[size_t(n * s.K)], s.K, path.acc);
+      if (path.mid) g = path.mid(g), u = path.mid(u);
+      const float x = d.p.alpha1 * g, y = d.p.alpha2 * u;
+      float e = path.poly_exp ? exp_quadratic(-x) : std::exp(-x);
+      if (path.fast_exp) e *= 1.0f + 0x1p-23f;
+      const float v = x / (1.0f + e) * y;
+      uint16_t h = fp16_from_float(v);
+      if (path.truncate_lane && n % 4 == 3 && std::isfinite(v) &&
+          std::fabs(fp16_to_double(h)) > std::fabs(double(v)))
+        h = uint16_t(h - 1);
+      c[size_t(m * s.N + n)] = h;
+    }
+  return c;
+}
+
+Comparison judge_path(const Data& d, const Path& path) {
+  const auto c = run_path(d, path);
+  return compare_output(d.ref, d.p.alpha1, d.p.alpha2, c.data(), nullptr, nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("statistical gate: the binomial limit is the smallest count with tail <= 1e-9") {
+  // Independent check by direct summation of the pmf in long double.
+  for (auto [n, p] : {std::pair<int64_t, double>{91, 2.9e-6}, {2145, 1e-5}, {6144, 2.5e-4},
+                      {32768, 4.4e-4}, {1000, 0.05}, {1, 1e-6}}) {
+    const int64_t lim = Statistic::limit(n, p);
+    auto tail_above = [&](int64_t c) {  // P(X > c)
+      long double t = 0, pmf = std::pow(1.0L - p, (long double)n);
+      for (int64_t j = 0; j <= n; ++j) {
+        if (j > c) t += pmf;
+        pmf *= (long double)(n - j) / (j + 1) * p / (1 - p);
+      }
+      return double(t);
+    };
+    INFO("n " << n << " p " << p << " limit " << lim);
+    CHECK(tail_above(lim) <= Statistic::kFalseAlarm * 1.0001);
+    if (lim > 0 && lim < n) CHECK(tail_above(lim - 1) > Statistic::kFalseAlarm);
+  }
+  CHECK(Statistic::limit(100, 0.0) == 0);
+  CHECK(Statistic::element_probability(16) < 1e-6);
+}
+
+TEST_CASE("statistical gate: no false alarm on correct fp32 paths (orders, FMA, fast exp)") {
+  for (const char* shape : {"7x13x48", "33x65x160", "64x64x256", "32x48x4096", "32x64x7168"})
+    for (const char* dist : {"normal", "uniform", "edge", "gpumode"})
+      for (uint64_t seed : {1, 2}) {
+        const Data d = make_data(shape, dist, seed);
+        for (Acc acc : {Acc::Sequential, Acc::Fma, Acc::Blocked64})
+          for (bool fast : {false, true}) {
+            Path path;
+            path.acc = acc;
+            path.fast_exp = fast;
+            const Comparison c = judge_path(d, path);
+            INFO(shape << " " << dist << " seed " << seed << " acc " << int(acc) << " fast exp " << fast
+                       << ": unexplained " << c.unexplained << " limit " << c.unexplained_limit
+                       << " margin " << c.stat_margin << " element margin " << c.element_margin);
+            CHECK(c.pass());
+            CHECK(c.stat_margin > 1.5);
+          }
+      }
+}
+
+TEST_CASE("statistical gate: catches systematic precision loss the worst-case bound accepts") {
+  struct Bug {
+    const char* name;
+    Path path;
+    std::vector<const char*> shapes;  // where the statistic must catch it
+  };
+  Path bf16, fp16, acc16, drop, trunc, poly;
+  bf16.mid = to_bf16;
+  fp16.mid = to_fp16;
+  acc16.acc = Acc::Fp16;
+  drop.acc = Acc::DropBlock;
+  trunc.truncate_lane = true;
+  poly.poly_exp = true;
+  const std::vector<Bug> bugs = {
+      {"G, U rounded to bf16", bf16, {"33x65x160", "64x64x256", "32x48x4096", "64x64x7168"}},
+      {"G, U rounded to fp16", fp16, {"33x65x160", "64x64x256"}},
+      {"fp16 accumulation", acc16, {"33x65x160", "64x64x256", "32x48x4096", "64x64x7168"}},
+      {"one K block dropped", drop, {"7x13x48", "33x65x160", "64x64x256", "32x48x4096", "64x64x7168"}},
+      {"fp16 conversion truncating in lane 3 of 4", trunc, {"33x65x160", "64x64x256"}},
+      {"silu with a quadratic exp (~1e-3)", poly, {"33x65x160", "64x64x256"}},
+  };
+  int bound_missed = 0;
+  for (const auto& bug : bugs)
+    for (const char* shape : bug.shapes)
+      for (const char* dist : {"normal", "uniform", "gpumode"}) {
+        const Data d = make_data(shape, dist, 3);
+        const Comparison c = judge_path(d, bug.path);
+        INFO(bug.name << " on " << shape << " " << dist << ": unexplained " << c.unexplained << " limit "
+                      << c.unexplained_limit << " over bound " << c.over_tolerance);
+        CHECK_FALSE(c.stat_pass());
+        CHECK_FALSE(c.pass());
+        CHECK(c.stat_message().find("fp32 accumulation") != std::string::npos);
+        bound_missed += c.bound_pass();
+      }
+  // The point of the criterion: many of these pass the worst-case bound alone.
+  CHECK(bound_missed >= 10);
+}
+
+TEST_CASE("statistical gate: the message says what the failure means") {
+  Path bf16;
+  bf16.mid = to_bf16;
+  const Comparison c = judge_path(make_data("64x64x7168", "normal", 3), bf16);
+  REQUIRE_FALSE(c.stat_pass());
+  CHECK(c.bound_pass());  // the worst-case bound alone accepts G held in bf16 at K = 7168
+  CHECK(c.criterion() == "statistic");
+  CHECK(c.stat_message().find("larger than fp32 accumulation allows") != std::string::npos);
+  CHECK(c.stat_message().find("bf16") != std::string::npos);
+  CHECK(c.stat_margin < 1);
+  Path trunc;
+  trunc.truncate_lane = true;
+  const Comparison t = judge_path(make_data("33x65x160", "normal", 3), trunc);
+  REQUIRE_FALSE(t.stat_pass());
+  CHECK(t.bound_pass());
+  CHECK(t.stat_message().find("one fp16 ulp off") != std::string::npos);
+  CHECK(t.unexplained_at.size() == 5);
 }
