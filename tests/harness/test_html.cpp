@@ -171,7 +171,7 @@ TEST_CASE("html: bad input is exit 2") {
   CHECK(has(r.out, dir + "/bad.json: JSON: expected"));
   r = harness_cli::run("--verify plain --backend cpu --html /nonexistent-dir/x.html");
   CHECK(r.rc == 2);
-  CHECK(has(r.out, "cannot write /nonexistent-dir/x.html"));
+  CHECK(has(r.out, "--html /nonexistent-dir/x.html: its directory /nonexistent-dir does not exist"));
   r = harness_cli::run("--bench plain --html " + dir + "/x.html");
   CHECK(r.rc == 2);
   CHECK(has(r.out, "--html with --bench needs --bench-json"));
