@@ -131,10 +131,11 @@ def kernel_facts(elf, info, name):
 
 
 PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+PTXAS_FACTS = re.compile(r"stack frame|spill|Used \d+ registers|bytes smem|bytes cmem")
 
 
 def ptxas_reports(path):
-    """{kernel: [the report's lines after 'Compiling entry function', without compile times]}"""
+    """{kernel: [the report's lines on its frame, spills, registers, barriers, memory]}"""
     out, cur = {}, None
     with open(path) as f:
         for line in f:
@@ -143,9 +144,7 @@ def ptxas_reports(path):
                 cur = m.group(1)
                 out[cur] = []
                 continue
-            if cur is None or "Compile time" in line or "Function properties for" in line:
-                continue
-            if line.strip():
+            if cur is not None and PTXAS_FACTS.search(line):
                 out[cur].append(line.strip().replace("ptxas info    : ", ""))
     return out
 
@@ -207,7 +206,7 @@ def main():
             if la is None or lb is None:
                 problems.append("missing in a ptxas report")
             elif la != lb:
-                problems.append("ptxas report differs: " + " | ".join(x for x in lb if x not in la))
+                problems.append("ptxas report differs: " + " | ".join(la) + " -> " + " | ".join(lb))
         if a and not problems:
             report = (" | " + "; ".join(logs[0][o])) if logs else ""
             print(f"same  {a['size']:7d} bytes {a['regs']:3d} regs {len(a['relocs'])} relocs  "

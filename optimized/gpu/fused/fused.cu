@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "fused_kernel.cuh"
-#include "fused_rs.cuh"
-#include "gpu_plan.hpp"
+#include "gpu/gpu_plan.hpp"
+#include "v3.cuh"
+#include "v5_kernel.cuh"
 #include "registry.hpp"
 
 namespace nvfp4::gpu {
@@ -50,20 +50,20 @@ constexpr int kTileCount = int(sizeof(kTileWidths) / sizeof(kTileWidths[0]));
 // 6-12% faster than the integer one on the four benchmark shapes (docs/fused-kernel.md, v3).
 constexpr bool kDefaultIntDecode = false;
 
-using fused::KernelArgs;
+using fused::v3::KernelArgs;
 
 template <int BN, bool kFastK>
 void set_smem_limit() {
-  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::fused_dual_gemm_kernel<BN, kFastK>,
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::v3::dual_gemm_kernel<BN, kFastK>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        fused::TileConfig<BN>::kSmemBytes));
+                                        fused::v3::TileConfig<BN>::kSmemBytes));
 }
 
 // Decoded stages of the TMA kernel: 4 (three wgmma stages queued) where shared memory allows,
 // 3 for the widest tile.
 template <int BN>
 constexpr int tma_depth() {
-  return fused::tma_smem_bytes(BN, 4) <= 227 * 1024 ? 4 : 3;
+  return fused::v3::tma_smem_bytes(BN, 4) <= 227 * 1024 ? 4 : 3;
 }
 
 template <int BN>
@@ -71,12 +71,12 @@ void prepare_width() {
   set_smem_limit<BN, true>();
   set_smem_limit<BN, false>();
   constexpr int D = tma_depth<BN>();
-  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::fused_dual_gemm_tma_kernel<BN, D, true>,
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::v3::dual_gemm_tma_kernel<BN, D, true>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        fused::TmaTileConfig<BN, D>::kSmemBytes));
-  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::fused_dual_gemm_tma_kernel<BN, D, false>,
+                                        fused::v3::TmaTileConfig<BN, D>::kSmemBytes));
+  NVFP4_CUDA_CHECK(cudaFuncSetAttribute(fused::v3::dual_gemm_tma_kernel<BN, D, false>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        fused::TmaTileConfig<BN, D>::kSmemBytes));
+                                        fused::v3::TmaTileConfig<BN, D>::kSmemBytes));
 }
 
 // Which kernel a shape gets: TMA when the scale rows are 16-byte aligned (K % 256 == 0),
@@ -84,7 +84,7 @@ void prepare_width() {
 enum class KPath { Tma, CpAsync, Generic };
 KPath k_path(int64_t K) {
   if (K % 256 == 0) return KPath::Tma;
-  return K % fused::kBK == 0 ? KPath::CpAsync : KPath::Generic;
+  return K % fused::v3::kBK == 0 ? KPath::CpAsync : KPath::Generic;
 }
 const char* k_path_name(KPath p) {
   switch (p) {
@@ -97,34 +97,34 @@ const char* k_path_name(KPath p) {
 // int_decode: the TMA kernel's decoder (decode8_int, else decode8 with cvt); the cp.async
 // kernel always uses decode8_int.
 template <int BN>
-void launch_width(const KernelArgs& a, const fused::TmaMaps* maps, bool int_decode, int L,
+void launch_width(const KernelArgs& a, const fused::v3::TmaMaps* maps, bool int_decode, int L,
                   cudaStream_t s) {
-  const dim3 grid(unsigned((a.N + BN - 1) / BN), unsigned((a.M + fused::kBM - 1) / fused::kBM),
+  const dim3 grid(unsigned((a.N + BN - 1) / BN), unsigned((a.M + fused::v3::kBM - 1) / fused::v3::kBM),
                   unsigned(L));
   constexpr int D = tma_depth<BN>();
-  constexpr int tma_smem = fused::TmaTileConfig<BN, D>::kSmemBytes;
+  constexpr int tma_smem = fused::v3::TmaTileConfig<BN, D>::kSmemBytes;
   switch (k_path(a.K)) {
     case KPath::Tma:
       if (int_decode)
-        fused::fused_dual_gemm_tma_kernel<BN, D, true>
-            <<<grid, fused::kTmaThreads, tma_smem, s>>>(*maps, a);
+        fused::v3::dual_gemm_tma_kernel<BN, D, true>
+            <<<grid, fused::v3::kTmaThreads, tma_smem, s>>>(*maps, a);
       else
-        fused::fused_dual_gemm_tma_kernel<BN, D, false>
-            <<<grid, fused::kTmaThreads, tma_smem, s>>>(*maps, a);
+        fused::v3::dual_gemm_tma_kernel<BN, D, false>
+            <<<grid, fused::v3::kTmaThreads, tma_smem, s>>>(*maps, a);
       break;
     case KPath::CpAsync:
-      fused::fused_dual_gemm_kernel<BN, true>
-          <<<grid, fused::kThreads, fused::TileConfig<BN>::kSmemBytes, s>>>(a);
+      fused::v3::dual_gemm_kernel<BN, true>
+          <<<grid, fused::v3::kThreads, fused::v3::TileConfig<BN>::kSmemBytes, s>>>(a);
       break;
     case KPath::Generic:
-      fused::fused_dual_gemm_kernel<BN, false>
-          <<<grid, fused::kThreads, fused::TileConfig<BN>::kSmemBytes, s>>>(a);
+      fused::v3::dual_gemm_kernel<BN, false>
+          <<<grid, fused::v3::kThreads, fused::v3::TileConfig<BN>::kSmemBytes, s>>>(a);
       break;
   }
   NVFP4_CHECK_LAUNCH();
 }
 
-void launch(int bn, const KernelArgs& a, const fused::TmaMaps* maps, bool int_decode, int L,
+void launch(int bn, const KernelArgs& a, const fused::v3::TmaMaps* maps, bool int_decode, int L,
             cudaStream_t s) {
   switch (bn) {
     case 32: launch_width<32>(a, maps, int_decode, L, s); break;
@@ -145,7 +145,7 @@ int default_tile(const Shape& s, int sm_count) {
   double best_cost = 1e300;
   for (int i = kTileCount - 1; i >= 0; --i) {
     const int bn = kTileWidths[i];
-    const double tiles = double((s.N + bn - 1) / bn) * double((s.M + fused::kBM - 1) / fused::kBM) *
+    const double tiles = double((s.N + bn - 1) / bn) * double((s.M + fused::v3::kBM - 1) / fused::v3::kBM) *
                          double(s.L);
     const double waves = std::ceil(tiles / std::max(1, sm_count));
     const double cost = waves * (bn + 32);
@@ -164,14 +164,14 @@ int default_tile(const Shape& s, int sm_count) {
 // multiply-add (128 accumulators per thread); it is offered where M > 128.
 // RsCfg128x3: three consumer warpgroups, tile 128 x 96 (the ring is one stage shorter: the
 // weight stages are 1.5x as large).
-using RsCfg128 = fused::rs::RsConfig<128, 8>;
-using RsCfg256 = fused::rs::RsConfig<256, 4>;
-using RsCfg128x3 = fused::rs::RsConfig<128, 7, 3>;
+using RsCfg128 = fused::v5::Config<128, 8>;
+using RsCfg256 = fused::v5::Config<256, 4>;
+using RsCfg128x3 = fused::v5::Config<128, 7, 3>;
 
 template <class Cfg, bool kPair = false, bool kStream = false>
 void prepare_rs_cfg() {
   NVFP4_CUDA_CHECK(cudaFuncSetAttribute(
-      fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, kPair, kStream, Cfg::kWGs>,
+      fused::v5::dual_gemm_kernel<Cfg, kPair ? fused::v5::Split::Pair : kStream ? fused::v5::Split::StreamK : fused::v5::Split::Tiles>,
       cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
 }
 void prepare_rs() {
@@ -184,9 +184,9 @@ void prepare_rs() {
 }
 
 template <class Cfg, bool kStream = false>
-void launch_rs(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, dim3 grid,
+void launch_rs(const fused::v5::Maps& maps, const fused::v5::Args& a, dim3 grid,
                cudaStream_t s) {
-  fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, false, kStream, Cfg::kWGs>
+  fused::v5::dual_gemm_kernel<Cfg, kStream ? fused::v5::Split::StreamK : fused::v5::Split::Tiles>
       <<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(maps, a);
   NVFP4_CHECK_LAUNCH();
 }
@@ -195,7 +195,7 @@ void launch_rs(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, dim3 g
 // two K halves of a tile exchange accumulator halves through distributed shared memory,
 // fused_rs.cuh).
 template <class Cfg>
-void launch_rs_pair(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, unsigned units,
+void launch_rs_pair(const fused::v5::Maps& maps, const fused::v5::Args& a, unsigned units,
                     cudaStream_t s) {
   cudaLaunchConfig_t c{};
   cudaLaunchAttribute attr[1];
@@ -210,7 +210,7 @@ void launch_rs_pair(const fused::rs::RsMaps& maps, const fused::rs::RsArgs& a, u
   c.attrs = attr;
   c.numAttrs = 1;
   NVFP4_CUDA_CHECK(cudaLaunchKernelEx(
-      &c, fused::rs::fused_rs_kernel<Cfg::BM, Cfg::S, 0, true, false, Cfg::kWGs>, maps, a));
+      &c, fused::v5::dual_gemm_kernel<Cfg, fused::v5::Split::Pair>, maps, a));
   NVFP4_CHECK_LAUNCH();
 }
 
@@ -220,8 +220,8 @@ int64_t rs_tiles(const Shape& s, int bm, int nt) {
 }
 
 // Stream-K with 256 x 64 tiles over `sms` CTAs (fused_rs.cuh, stream_k_shape).
-fused::rs::StreamK stream_k(const Shape& s, int sms) {
-  return fused::rs::stream_k_shape(rs_tiles(s, 256, RsCfg256::kNT), s.K / 256, sms);
+fused::v5::StreamK stream_k(const Shape& s, int sms) {
+  return fused::v5::stream_k_shape(rs_tiles(s, 256, RsCfg256::kNT), s.K / 256, sms);
 }
 
 // One candidate of either family.
@@ -279,7 +279,7 @@ class FusedPlan final : public GpuPlan {
     // Candidates: v5 first (TMA path only), then v3.
     int max_splits = 0;
     if (tma) {
-      const int64_t nk = shape_.K / fused::rs::kBK;
+      const int64_t nk = shape_.K / fused::v5::kBK;
       const int64_t tiles = rs_tiles(shape_, 128, RsCfg128::kNT);
       for (int sp = 1; sp <= 4; ++sp) {
         // Split-K only where the tiles leave more than half the SMs idle; a split covers whole
@@ -312,7 +312,7 @@ class FusedPlan final : public GpuPlan {
     if (tma) {
       try {
         for (int i = 0; i < kTileCount; ++i)
-          maps_.push_back(fused::make_tma_maps(args_, int(shape_.L), kTileWidths[i]));
+          maps_.push_back(fused::v3::make_tma_maps(args_, int(shape_.L), kTileWidths[i]));
       } catch (const std::runtime_error& e) {
         throw CudaError(e.what());
       }
@@ -324,7 +324,7 @@ class FusedPlan final : public GpuPlan {
   std::string describe() const override {
     const Candidate& c = cands_[current_];
     if (c.rs && c.stream) {
-      const fused::rs::StreamK sk = stream_k(shape_, sm_count_);
+      const fused::v5::StreamK sk = stream_k(shape_, sm_count_);
       return "fused sm_90a kernel v5: weights decoded into register-sourced wgmma m64n256k16 "
              "operands, activations decoded once per call (phase 0) and streamed by TMA, dual "
              "GEMM + silu*mul epilogue, tile 256x" +
@@ -347,7 +347,7 @@ class FusedPlan final : public GpuPlan {
                              " persistent CTAs)");
     }
     const int bn = c.width;
-    const int64_t tiles = ((shape_.N + bn - 1) / bn) * ((shape_.M + fused::kBM - 1) / fused::kBM) *
+    const int64_t tiles = ((shape_.N + bn - 1) / bn) * ((shape_.M + fused::v3::kBM - 1) / fused::v3::kBM) *
                           shape_.L;
     const bool tma = k_path(shape_.K) == KPath::Tma;
     return "fused sm_90a kernel v3: in-kernel FP4 decode to fp16 (" +
@@ -366,12 +366,12 @@ class FusedPlan final : public GpuPlan {
              int(shape_.L), stream());
       return;
     }
-    fused::rs::RsArgs a = rs_args_;
+    fused::v5::Args a = rs_args_;
     a.m_tiles = int((shape_.M + c.width - 1) / c.width);
     a.n_tiles = int((shape_.N + c.nt() - 1) / c.nt());
     a.splits = c.splits;
     if (c.stream) {
-      const fused::rs::StreamK sk = stream_k(shape_, sm_count_);
+      const fused::v5::StreamK sk = stream_k(shape_, sm_count_);
       a.splits = sk.parts;
       launch_rs<RsCfg256, true>(rs_maps256_, a, dim3(unsigned(sk.grid)), stream());
       return;
@@ -465,11 +465,11 @@ class FusedPlan final : public GpuPlan {
 
   // v5 workspace: decoded activations, phase-0 chunk flags, the queue, split-K partials.
   void make_rs_workspace(const Problem& p, int max_splits) {
-    const int64_t nk = shape_.K / fused::rs::kBK;
+    const int64_t nk = shape_.K / fused::v5::kBK;
     const int64_t mt128 = (shape_.M + 127) / 128;  // chunks of the smaller tile height
     act_ = DeviceBuffer<uint16_t>(size_t(shape_.L * shape_.M * shape_.K));
     chunk_state_ = DeviceBuffer<unsigned long long>(size_t(nk * shape_.L * mt128));
-    sync_ = DeviceBuffer<fused::rs::SyncState>(1);
+    sync_ = DeviceBuffer<fused::v5::SyncState>(1);
     const int64_t tiles = rs_tiles(shape_, 128, RsCfg128::kNT);  // the most of any candidate
     const int64_t units = max_splits > 1 ? tiles * max_splits : 0;
     // Stream-K (BM = 256): a partial slot and a ready flag per tile and part.
@@ -486,17 +486,17 @@ class FusedPlan final : public GpuPlan {
     NVFP4_CUDA_CHECK(cudaMemsetAsync(sync_.get(), 0, sync_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(tile_count_.get(), 0, tile_count_.bytes(), stream()));
     NVFP4_CUDA_CHECK(cudaMemsetAsync(ready_.get(), 0, ready_.bytes(), stream()));
-    rs_args_ = fused::rs::RsArgs{a_.get(),      sfa_.get(),       act_.get(),
+    rs_args_ = fused::v5::Args{a_.get(),      sfa_.get(),       act_.get(),
                                  chunk_state_.get(), sync_.get(), partials_.get(),
                                  tile_count_.get(),  ready_.get(), output(),
                                  int(shape_.M), int(shape_.N), int(shape_.K), int(shape_.L),
                                  1, 1, 1, p.alpha1, p.alpha2};  // (tiles and splits: enqueue)
     try {
-      rs_maps_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(), sfb2_.get(),
+      rs_maps_ = fused::v5::make_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(), sfb2_.get(),
                                          128, RsCfg128::kNT);
-      rs_maps256_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
+      rs_maps256_ = fused::v5::make_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
                                             sfb2_.get(), 256, RsCfg256::kNT);
-      rs_maps128x3_ = fused::rs::make_rs_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
+      rs_maps128x3_ = fused::v5::make_maps(rs_args_, b1_.get(), b2_.get(), sfb1_.get(),
                                               sfb2_.get(), 128, RsCfg128x3::kNT);
     } catch (const std::runtime_error& e) {
       throw CudaError(e.what());
@@ -505,24 +505,24 @@ class FusedPlan final : public GpuPlan {
 
   DeviceBuffer<uint8_t> a_, b1_, b2_, sfa_, sfb1_, sfb2_;
   KernelArgs args_{};
-  std::vector<fused::TmaMaps> maps_;  // v3, per tile width, TMA path only
+  std::vector<fused::v3::TmaMaps> maps_;  // v3, per tile width, TMA path only
   std::vector<Candidate> cands_;
   size_t current_ = 0;
   int sm_count_ = 1;
   // v5 (TMA path only)
   DeviceBuffer<uint16_t> act_;
   DeviceBuffer<unsigned long long> chunk_state_, ready_;
-  DeviceBuffer<fused::rs::SyncState> sync_;
+  DeviceBuffer<fused::v5::SyncState> sync_;
   DeviceBuffer<unsigned int> tile_count_;
   DeviceBuffer<float> partials_;
-  fused::rs::RsArgs rs_args_{};
-  fused::rs::RsMaps rs_maps_{}, rs_maps256_{}, rs_maps128x3_{};  // tiles 128x64, 256x64, 128x96
+  fused::v5::Args rs_args_{};
+  fused::v5::Maps rs_maps_{}, rs_maps256_{}, rs_maps128x3_{};  // tiles 128x64, 256x64, 128x96
 };
 
 // Shape limits (grid dimensions, 32-bit sizes in the kernel) and the device: the kernel exists
 // for sm_90 only. This runs where the device is in use (trial child, bench).
 Support fused_supports(const Shape& s) {
-  if (s.M > (int64_t(65535) * fused::kBM) || s.N >= (int64_t(1) << 31) || s.K >= (int64_t(1) << 31))
+  if (s.M > (int64_t(65535) * fused::v3::kBM) || s.N >= (int64_t(1) << 31) || s.K >= (int64_t(1) << 31))
     return Support::no("M must be at most 65535*128 and N, K below 2^31");
   if (s.L > 65535) return Support::no("L must be at most 65535 (grid z)");
   const double bytes = double(s.a_bytes() + 2 * s.b_bytes() + s.sfa_bytes() + 2 * s.sfb_bytes()) +
