@@ -43,7 +43,10 @@ struct RcpDivide {
 };
 
 // C[l, m0 + r, n0 + c] for the tile of unit x (rows from m_out within the tile: the pair writes
-// half of them) = fp16(silu_mul(G, U)) of this thread's accumulators, staged, then stored.
+// half of them) = fp16(silu_mul(G, U)) of this thread's accumulators, staged, then stored. `v`
+// holds a 16-byte staged row part; a ragged row's element stores index it, so it lives in local
+// memory, and it is the kernel's variable: declared here, the compiler placed its frame address
+// differently and the kernel's machine code changed (tools/cubin_text_compare.py).
 template <class K>
 __device__ __forceinline__ void epilogue(const K& k, const ConsumerThread& th,
                                          const float (&acc)[K::Cfg::kAcc], const Unit x,

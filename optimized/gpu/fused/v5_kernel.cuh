@@ -121,14 +121,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       K::kLocalStart && sched.batch <= S, probe};
   probe.setup_done(k);
   if constexpr (K::kLocalStart) gen = early_box_setup(k, maps);
+  // This CTA's phase-0 batch (nb chunks from q, as thread 0 took it from the queue into scratch)
+  // and nl, the activation stages of its first unit that its consumers decode locally
+  // (decode_start); nl = 0 where a full batch would not fit beside them (the box is issued before
+  // nb is known: early_box) and in the kernels without the local start; then phase 0 runs first,
+  // through the whole ring. The box is consumed iff nl > 0: then nb <= batch <= S and the first
+  // unit has kb1 - kb0 >= 4 K blocks (a whole tile, K % 256 == 0, or a pair's K half, which the
+  // host offers only with K >= 512), so nl >= 1. Each role reads it where it needs it. (A lambda
+  // over these locals, not a function of the context: so written, the compiler keeps nb's
+  // branch and the machine code stays as tools/cubin_text_compare.py checks it.)
   const int chunks = sched.chunks, batch = sched.batch;
   const uint32_t scratch = sm.scratch;
   auto plan = [&](int& q, int& nb, int& nl) {
-    q = chunks;
-    nb = 0;
-    nl = 0;
     q = int(lds32(scratch + 8));
     nb = q < chunks ? min(batch, chunks - q) : 0;
+    nl = 0;
     if (K::kLocalStart && k.early_box) {
       int l, mt, nt, split, kb0, kb1;
       k.units.unit_of(k.units.first_u, l, mt, nt, split, kb0, kb1);
@@ -143,7 +150,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (tid == kConsumers + 32) weight_producer(k, maps);
     if (tid / 32 == kConsumers / 32) activation_producer(k, maps, gen, tag, plan);
     if (tid / 32 == kConsumers / 32 + 3) phase0_warp(k, maps, tag, plan);
-    if (tid / 32 == kConsumers / 32 + 2) probe.watch_start(k);
+    if (tid / 32 == kConsumers / 32 + 2) probe.watch_start(k, plan);
     if constexpr (K::kStream) {
       if (tid / 32 == kConsumers / 32 + 2) stream_k_helper(k, tag);
     }
@@ -186,57 +193,64 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (!stream_k_reduce(k, acc, x, tile, it, tag)) continue;
       }
       if constexpr (!K::kStream && !K::kPair && BM == 128 && Cfg::kWGs == 2) {
+        // Split-K through global memory (BM = 128, two consumer warpgroups; v5_reduce.cuh has
+        // the protocol): the last of the tile's units to arrive adds the partials in split
+        // order, the others write theirs and go on. (Written here rather than as a function of
+        // v5_reduce.cuh: as a separate function the compiler orders the sum's registers
+        // differently, and tools/cubin_text_compare.py holds the machine code fixed.)
         if (args.splits > 1) {
-        const uint32_t flag = sm.scratch + 12;
-        constexpr int kNT = Cfg::kNT;
-        consumer_sync(kConsumers);
-        if (tid == 0) {
-          const uint32_t old = atomicAdd(args.tile_count + tile, 1u);
-          sts32(flag, old == uint32_t(args.splits - 1) ? 1u : 0u);
-        }
-        consumer_sync(kConsumers);
-        const bool last = lds32(flag) != 0;
-        float* const mine = args.partials + int64_t(u) * 2 * BM * kNT;
-        if (!last) {
-#pragma unroll
-          for (int i = 0; i < Cfg::kAcc / 4; ++i)
-            __stcg(reinterpret_cast<float4*>(mine) + i * kConsumers + tid,
-                   make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+          const uint32_t flag = sm.scratch + 12;
+          constexpr int kNT = Cfg::kNT;
           consumer_sync(kConsumers);
           if (tid == 0) {
-            __threadfence();
-            st_release(args.ready + u, tag);
+            const uint32_t old = atomicAdd(args.tile_count + tile, 1u);
+            sts32(flag, old == uint32_t(args.splits - 1) ? 1u : 0u);
           }
-          continue;
-        }
-        if (tid == 0) {
-          args.tile_count[tile] = 0;
-          for (int s = 0; s < args.splits; ++s)
-            if (s != x.split) wait_tag(args.ready + int64_t(tile) * args.splits + s, tag);
-          __threadfence();
-        }
-        consumer_sync(kConsumers);
+          consumer_sync(kConsumers);
+          const bool last = lds32(flag) != 0;
+          float* const mine = args.partials + int64_t(u) * 2 * BM * kNT;
+          if (!last) {
 #pragma unroll
-        for (int i = 0; i < Cfg::kAcc / 4; ++i) {
-          float4 v = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-          float4 sum = v;
-          for (int s = 0; s < args.splits; ++s) {
-            const float4 xx =
-                s == x.split ? v
-                           : __ldcg(reinterpret_cast<const float4*>(
-                                        args.partials + (int64_t(tile) * args.splits + s) * 2 * BM * kNT) +
-                                    i * kConsumers + tid);
-            if (s == 0) {
-              sum = xx;
-            } else {
-              sum.x += xx.x; sum.y += xx.y; sum.z += xx.z; sum.w += xx.w;
+            for (int i = 0; i < Cfg::kAcc / 4; ++i)
+              __stcg(reinterpret_cast<float4*>(mine) + i * kConsumers + tid,
+                     make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+            consumer_sync(kConsumers);
+            if (tid == 0) {
+              __threadfence();
+              st_release(args.ready + u, tag);
             }
+            continue;
           }
-          acc[4 * i] = sum.x; acc[4 * i + 1] = sum.y; acc[4 * i + 2] = sum.z; acc[4 * i + 3] = sum.w;
-        }
+          if (tid == 0) {
+            args.tile_count[tile] = 0;  // next launch starts from zero (this one is done with it)
+            for (int s = 0; s < args.splits; ++s)
+              if (s != x.split) wait_tag(args.ready + int64_t(tile) * args.splits + s, tag);
+            __threadfence();
+          }
+          consumer_sync(kConsumers);
+          // acc <- the tile's partials in split order (this unit's own one from registers).
+#pragma unroll
+          for (int i = 0; i < Cfg::kAcc / 4; ++i) {
+            float4 v = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+            float4 sum = v;
+            for (int s = 0; s < args.splits; ++s) {
+              const float4 p =
+                  s == x.split ? v
+                               : __ldcg(reinterpret_cast<const float4*>(
+                                            args.partials +
+                                            (int64_t(tile) * args.splits + s) * 2 * BM * kNT) +
+                                        i * kConsumers + tid);
+              if (s == 0) {
+                sum = p;
+              } else {
+                sum.x += p.x; sum.y += p.y; sum.z += p.z; sum.w += p.w;
+              }
+            }
+            acc[4 * i] = sum.x; acc[4 * i + 1] = sum.y; acc[4 * i + 2] = sum.z; acc[4 * i + 3] = sum.w;
+          }
         }
       }
-      uint4 v;
+      uint4 v;  // the epilogue's store buffer, in this frame (see epilogue)
       epilogue(k, th, acc, x, m_out, it, v);
     }
   }

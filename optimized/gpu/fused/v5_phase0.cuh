@@ -107,7 +107,7 @@ __device__ void decode_batch(const Args& a, int q, int nb, int tid, int n) {
 // and 16 scale bytes (from K block kb & ~3: a box starts 16-byte aligned in its row) of BM rows,
 // into `pk` (48 * BM bytes per chunk: packed rows, then scale rows); thread 0 issues them on
 // `bar`, everyone waits. Rows past M are zero-filled. (Per-thread 16-byte loads of the same rows,
-// each row block its own 128-byte line, took 5-10 us to arrive at the start; docs/fused-kernel.md v5d.)
+// each row block its own 128-byte line, arrived late at the start: docs/fused-kernel.md v5d.)
 // The local start's box pair (144 * BM bytes at `ring`, counted on `bar` by the caller): the
 // packed bytes of K blocks kb0 .. kb0 + 3 (kb0 % 4 == 0) of BM rows as one 128-byte-wide,
 // 128B-swizzled box (map pa4), and their scale bytes.
@@ -154,8 +154,8 @@ __device__ __forceinline__ void put_row_block(uint32_t tile, int r, const uint4 
 // Phase 0 of the consumers: as decode_batch, but each chunk is decoded into a BM x 64 fp16 tile
 // of shared memory (`tiles`, room for `slots` chunks, 128B-swizzled like the activation ring)
 // and written to the workspace by one TMA store per chunk: whole lines through the async proxy.
-// (A thread per 16-element block writing eight scattered 4-byte words took 2x to 3x longer:
-// partial-sector stores.) The stores of the last group are complete (and made visible to the
+// (A thread per 16-element block writing eight scattered 4-byte words is slower: partial-sector
+// stores.) The stores of the last group are complete (and made visible to the
 // async proxy of every SM, see the caller) when this returns; `sync` is the group's barrier,
 // `leader` the thread that issues the stores. With kFetch and a batch that fits in one group
 // (nb <= slots), the packed rows arrive by TMA (fetch_chunks on `bar`); else each thread loads
@@ -247,13 +247,13 @@ template <int BM, int S, int U, bool kBoxIssued, class Sync>
 __device__ void decode_start(const Args& a, const Maps& maps, int l0, int mt0, int kb0, int nl,
                              int q, int nb, uint32_t ring, uint32_t staging, uint32_t bar, int tid,
                              int n, Sync sync) {
-  // (the local stages come from one 4-chunk box: nl <= 4, start_plan)
+  // (the local stages come from one 4-chunk box: nl <= 4, the kernel's phase-0 plan)
   const int nc = nl + nb, items = nc * BM;
   // The local stages (K blocks kb0 .. kb0 + 3 of the first unit, kb0 % 4 == 0) as one
   // 128-byte-wide box and one scale box at `ring`: a TMA box costs per row, and 4 narrow chunks
-  // took 4x the rows (docs/fused-kernel.md v5e); kBoxIssued: the kernel has issued them on `bar` (their
-  // bytes counted, not arrived) while thread 0 took the batch from the queue. The batch's chunks
-  // after them (fetch_chunks' layout), with the arrival.
+  // take 4x the rows (docs/fused-kernel.md v5e); kBoxIssued: the kernel has issued them on `bar`
+  // (their bytes counted, not arrived) while thread 0 took the batch from the queue. The batch's
+  // chunks after them (fetch_chunks' layout), with the arrival.
   const uint32_t batch_pk = ring + 144u * BM;
   if (tid == 0) {
     mbar_arrive_expect_tx(bar, (kBoxIssued ? 0u : 144u * BM) + uint32_t(nb) * 48u * BM);
@@ -336,7 +336,7 @@ __device__ __forceinline__ void publish_batch(const Args& a, int q, int nb,
 // through the whole ring. The box is consumed iff nl > 0: then nb <= batch <= S and the first unit
 // has kb1 - kb0 >= 4 K blocks (a whole tile, K % 256 == 0, or a pair's K half, which the host
 // offers only with K >= 512), so nl >= 1.
-// The consumers' local start (start_plan gave nl > 0): the first nl stages of the first unit
+// The consumers' local start (the kernel's phase-0 plan gave nl > 0): the first nl stages of the first unit
 // straight into the ring, the batch beside them (decode_start); then the ring stages are marked
 // full and the phase-0 warp stores and publishes the batch (phase0_warp).
 template <class K>
@@ -346,7 +346,7 @@ __device__ __forceinline__ void consumer_local_start(const K& k, const Maps& map
   constexpr int BM = Cfg::BM, S = Cfg::S, kConsumers = Cfg::kConsumers;
   const int tid = k.tid;
   const Unit u0 = k.units.unit(k.units.first_u);
-  if constexpr (K::kLocalStart) {  // (start_plan: nl == 0 in the others)
+  if constexpr (K::kLocalStart) {  // (nl == 0 in the others)
     static_assert((S + 1) * BM <= 5 * kConsumers, "decode_start reads all items at once");
     decode_start<BM, S, 5, K::kLocalStart>(k.args, maps, u0.l, u0.mt, u0.kb0, nl, q, nb,
                                           k.sm.ring, k.sm.staging, k.sm.ld_bar, tid, kConsumers,

@@ -16,7 +16,7 @@ enum class Event : int {
   ProducerFirstReady = 2,   // the activation producer sees its first chunk ready
   FirstWgmma = 3,           // the first wgmma is issued
   FirstUnitDone = 4,        // the first unit's main loop is done
-  End = 5,                  // the CTA's last thread of the consumer warpgroup 0 leaves
+  End = 5,                  // thread 0 (a consumer) is done
   Steal = 6,                // (a count) phase-0 batches decoded by the producer warp
   Staged = 7,               // the first unit's silu·mul is staged
   SetupDone = 8,            // the setup barrier is passed
@@ -50,10 +50,13 @@ struct NoProbe {
   __device__ __forceinline__ void clock(bool when, Event e) { (void)when, (void)e; }
   __device__ __forceinline__ void count(bool when, Event e) { (void)when, (void)e; }
   __device__ __forceinline__ void time_at(bool when, int slot) { (void)when, (void)slot; }
-  // Run by the producer warpgroup's third warp, which is otherwise idle: may wait on the start's
-  // barriers to time them.
-  template <class K>
-  __device__ __forceinline__ void watch_start(const K& k) { (void)k; }
+  // Run by the producer warpgroup's third warp (idle but for stream-K's helper, which follows):
+  // may wait on the start's barriers to time them. `plan` is the kernel's reader of this CTA's
+  // phase-0 plan (q, nb, nl).
+  template <class K, class Plan>
+  __device__ __forceinline__ void watch_start(const K& k, const Plan& plan) {
+    (void)k, (void)plan;
+  }
 };
 
 }  // namespace nvfp4::gpu::fused::v5

@@ -14,7 +14,8 @@
 // * Split::Tiles with splits > 1 (BM = 128, two consumer warpgroups only, Config): each unit that
 //   is not the last of its tile to arrive writes its fp32 partial to the workspace; the last adds
 //   all partials in split order 0..splits-1 and runs the epilogue. Arrival counters are reset by
-//   the last arriver; ready flags are generation-tagged.
+//   the last arriver; ready flags are generation-tagged. (This one is written in the kernel's
+//   body, v5_kernel.cuh.)
 // A partial is 2 * BM * kNT floats, float4 i of thread tid at i * kConsumers + tid.
 #pragma once
 #include <cstdint>
@@ -122,66 +123,6 @@ __device__ __forceinline__ bool stream_k_reduce(const K& k, float (&acc)[K::Cfg:
         acc[4 * i] += v.x; acc[4 * i + 1] += v.y; acc[4 * i + 2] += v.z; acc[4 * i + 3] += v.w;
       }
     }
-  }
-  return true;
-}
-
-// Split-K's reduction through global memory of unit u (tile `tile`, split `split`). Returns false
-// where this unit is not the last of its tile to arrive (its partial is written and flagged),
-// true where acc now holds the sum of the tile's partials in split order.
-template <class K>
-__device__ __forceinline__ bool split_k_reduce(const K& k, float (&acc)[K::Cfg::kAcc], int u,
-                                               int tile, int split, unsigned long long tag) {
-  using Cfg = typename K::Cfg;
-  constexpr int BM = Cfg::BM, kNT = Cfg::kNT, kConsumers = Cfg::kConsumers;
-  const Args& args = k.args;
-  const int tid = k.tid;
-  const uint32_t flag = k.sm.scratch + 12;
-  consumer_sync(kConsumers);
-  if (tid == 0) {
-    const uint32_t old = atomicAdd(args.tile_count + tile, 1u);
-    sts32(flag, old == uint32_t(args.splits - 1) ? 1u : 0u);
-  }
-  consumer_sync(kConsumers);
-  const bool last = lds32(flag) != 0;
-  float* const mine = args.partials + int64_t(u) * 2 * BM * kNT;
-  if (!last) {
-#pragma unroll
-    for (int i = 0; i < Cfg::kAcc / 4; ++i)
-      __stcg(reinterpret_cast<float4*>(mine) + i * kConsumers + tid,
-             make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-    consumer_sync(kConsumers);
-    if (tid == 0) {
-      __threadfence();
-      st_release(args.ready + u, tag);
-    }
-    return false;
-  }
-  if (tid == 0) {
-    args.tile_count[tile] = 0;  // next launch starts from zero (this launch is done with it)
-    for (int s = 0; s < args.splits; ++s)
-      if (s != split) wait_tag(args.ready + int64_t(tile) * args.splits + s, tag);
-    __threadfence();
-  }
-  consumer_sync(kConsumers);
-  // acc <- sum of the tile's partials in split order (this unit's own one from registers).
-#pragma unroll
-  for (int i = 0; i < Cfg::kAcc / 4; ++i) {
-    float4 v = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-    float4 sum = v;
-    for (int s = 0; s < args.splits; ++s) {
-      const float4 x =
-          s == split ? v
-                     : __ldcg(reinterpret_cast<const float4*>(
-                                  args.partials + (int64_t(tile) * args.splits + s) * 2 * BM * kNT) +
-                              i * kConsumers + tid);
-      if (s == 0) {
-        sum = x;
-      } else {
-        sum.x += x.x; sum.y += x.y; sum.z += x.z; sum.w += x.w;
-      }
-    }
-    acc[4 * i] = sum.x; acc[4 * i + 1] = sum.y; acc[4 * i + 2] = sum.z; acc[4 * i + 3] = sum.w;
   }
   return true;
 }

@@ -75,6 +75,7 @@ struct Units {
   __device__ __forceinline__ int parts_of(int tile) const {
     return cta_of_w(tile * nw + nw - 1) - cta_of_w(tile * nw) + 1;
   }
+  // Unit u (its tile, split and K blocks); unit() returns the same as a Unit.
   __device__ __forceinline__ void unit_of(int u, int& l, int& mt, int& nt, int& split, int& kb0,
                                           int& kb1) const {
     const int tile = tile_of(u);
@@ -94,20 +95,7 @@ struct Units {
   }
   __device__ __forceinline__ Unit unit(int u) const {
     Unit x;
-    const int tile = tile_of(u);
-    x.l = tile / tiles_per_l;
-    const int r = tile % tiles_per_l;
-    x.mt = r / args.n_tiles;
-    x.nt = r % args.n_tiles;
-    if constexpr (kStream) {
-      x.split = int(blockIdx.x) - cta_of_w(tile * nw);
-      x.kb0 = 4 * (u - tile * nw);
-      x.kb1 = 4 * (next_u(u) - tile * nw);
-    } else {
-      x.split = u % args.splits;
-      x.kb0 = 4 * int(int64_t(x.split) * (nk / 4) / args.splits);  // weight stages are 4 K blocks
-      x.kb1 = 4 * int(int64_t(x.split + 1) * (nk / 4) / args.splits);
-    }
+    unit_of(u, x.l, x.mt, x.nt, x.split, x.kb0, x.kb1);
     return x;
   }
 };
