@@ -59,6 +59,31 @@ class GraphPlan final : public PlanWrapper {
     inner().synchronize();
   }
 
+  void set_inputs(const Problem& p, InputSet which) override {
+    inner().set_inputs(p, which);
+    if (exec_ && which == InputSet::All) update();
+  }
+
+  void enqueue() override {
+    if (!exec_) {
+      inner().enqueue();  // before capture: eager (warm-up calls)
+      return;
+    }
+    NVFP4_CUDA_CHECK(cudaGraphLaunch(exec_, gpu_->stream()));
+  }
+
+  void select(size_t index) override {
+    if (exec_)
+      throw std::logic_error("graph: select() after capture would be ignored by the replay; "
+                             "tune before capture");
+    inner().select(index);
+  }
+
+  double seconds_per_call(int iters) override {
+    return gpu_->time_calls(iters, [this] { enqueue(); });
+  }
+
+ private:
   // Captures one call again and updates the executable graph's nodes from it (same topology,
   // new kernel arguments), or instantiates it anew when the update is refused.
   void update() {
@@ -91,31 +116,6 @@ class GraphPlan final : public PlanWrapper {
     inner().synchronize();
   }
 
-  void set_inputs(const Problem& p, InputSet which) override {
-    inner().set_inputs(p, which);
-    if (exec_ && which == InputSet::All) update();
-  }
-
-  void enqueue() override {
-    if (!exec_) {
-      inner().enqueue();  // before capture: eager (warm-up calls)
-      return;
-    }
-    NVFP4_CUDA_CHECK(cudaGraphLaunch(exec_, gpu_->stream()));
-  }
-
-  void select(size_t index) override {
-    if (exec_)
-      throw std::logic_error("graph: select() after capture would be ignored by the replay; "
-                             "tune before capture");
-    inner().select(index);
-  }
-
-  double seconds_per_call(int iters) override {
-    return gpu_->time_calls(iters, [this] { enqueue(); });
-  }
-
- private:
   void release() noexcept {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (graph_) cudaGraphDestroy(graph_);
