@@ -17,7 +17,12 @@ lists themselves must still match. With --ptxas, the `-Xptxas -v` reports of the
 compared kernel by kernel as well (stack frame, spills, registers, barriers, shared memory).
 
 MAPFILE: one kernel per line, `OLD_MANGLED NEW_MANGLED` (or one name: unchanged); `#` starts a
-comment. Every mapped kernel must exist in both files.
+comment. Every mapped kernel must exist in both files. tools/fused_kernel_names.map maps the 26
+fused kernels from their names before the move to optimized/gpu/fused/ to their names after it.
+Build each side's cubin with the same command, e.g.
+    nvcc -cubin -O3 -DNDEBUG -DNVFP4_HAVE_CUDA=1 -gencode=arch=compute_90a,code=sm_90a \
+         --expt-relaxed-constexpr -std=c++17 -Ioptimized -Ireference -Xptxas -v \
+         optimized/gpu/fused/fused.cu -o new.cubin 2> new.log
 
 Exit status: 0 every mapped kernel is identical, 1 some differ (or are missing), 2 bad usage.
 """
