@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include "errors.hpp"
 
@@ -191,6 +192,28 @@ bool register_backend(Backend b) {
 bool register_optimization(Optimization o) {
   Registry::instance().add_optimization(std::move(o));
   return true;
+}
+
+const std::vector<ListedOptimization>& listed_optimizations() {
+  static const std::vector<ListedOptimization> list = {
+      {"gpu", "fused", OptKind::Variant, 0, {},
+       "one sm_90a kernel: FP4 decode in shared memory, both GEMMs on wgmma, silu*mul epilogue"},
+      {"gpu", "graph", OptKind::Wrapper, 20, {Stage::Capture},
+       "capture the whole per-call launch sequence once in a CUDA graph; later calls replay it"},
+  };
+  return list;
+}
+
+bool register_listed(const std::string& backend, const std::string& name, MakePlanFn make,
+                     WrapPlanFn wrap, SupportFn supports) {
+  for (const ListedOptimization& l : listed_optimizations()) {
+    if (backend != l.backend || name != l.name) continue;
+    return register_optimization(Optimization{l.backend, l.name, l.summary, l.kind, l.order,
+                                              l.stages, std::move(make), std::move(wrap),
+                                              std::move(supports)});
+  }
+  throw std::logic_error("register_listed: " + backend + "/" + name +
+                         " is not in listed_optimizations()");
 }
 
 }  // namespace nvfp4

@@ -89,4 +89,24 @@ std::unique_ptr<Plan> build_plan(const std::string& backend, const Combo& combo,
 bool register_backend(Backend b);
 bool register_optimization(Optimization o);
 
+// The listed optimizations: every build knows their names, kinds, orders, stages and summaries
+// (the lattice and the canonical combination names depend on them), whether or not it has the
+// code that runs them. Today: the gpu backend's "fused" and "graph" (registry.cpp). In a CUDA
+// build their files supply the constructors (register_listed); a build without CUDA registers
+// every listed one of the gpu backend with constructors that refuse (nocuda/gpu_unavailable.cpp),
+// so its trials are SKIP with the reason.
+struct ListedOptimization {
+  const char* backend;
+  const char* name;
+  OptKind kind;
+  int order;
+  std::vector<Stage> stages;
+  const char* summary;
+};
+const std::vector<ListedOptimization>& listed_optimizations();
+// Registers the listed optimization backend/name with its constructors (`make` for a Variant,
+// `wrap` for a Wrapper, `supports` optional). Throws std::logic_error when it is not listed.
+bool register_listed(const std::string& backend, const std::string& name, MakePlanFn make,
+                     WrapPlanFn wrap, SupportFn supports);
+
 }  // namespace nvfp4

@@ -1,8 +1,8 @@
 // fused_probe.cu — the timing probe behind docs/fused-kernel.md (not part of the product).
 //
-// Launches the v5 kernels of optimized/gpu/fused_rs.cuh directly on random packed data of the four
-// benchmark shapes, each launch timed alone with one CUDA-event pair after a 256 MB write that
-// leaves the L2 cold and dirty (as the harness's bench does between calls), median of 15.
+// Launches the v5 kernels of optimized/gpu/fused/v5_kernel.cuh directly on random packed data of
+// the four benchmark shapes, each launch timed alone with one CUDA-event pair after a 256 MB write
+// that leaves the L2 cold and dirty (as the harness's bench does between calls), median of 15.
 //
 //   fused_probe [time]    per shape: the 128-row and 256-row tiles, the split-K pair (where twice
 //                         the 256-row tiles fit on the SMs), stream-K (where the 256-row tiles
@@ -12,18 +12,16 @@
 //                         kernel)
 //   fused_probe time3     the same for the 128 x 96 tiles and pairs only (and the 256-row
 //                         kernel, the reference of the comparison)
-//   fused_probe timeline  per shape, the default kernel's per-CTA stamps (kProbe bit 9: min /
-//                         median / max over CTAs, µs from the first CTA's end of setup), after a
-//                         memset of 256 MB, a read of 256 MB, or nothing
-//   fused_probe timeline-nw  the same without the weight TMA (timing only: the outputs are wrong)
-//   fused_probe timeline-np  the same without phase 0 and its waits (timing only, as above)
-//   fused_probe ablate    the 128 x 96 tiles and pairs, the 256-row kernel and its pair with
-//                         stages left out (kProbe bits: no weight decode, no wgmma, no activation
-//                         TMA, no weight TMA, no phase 0, no main loop) — timing only, their
-//                         outputs are wrong; and an empty kernel's launch with the same block,
-//                         shared memory and cluster shapes
-//   fused_probe silu      the epilogue's silu·mul against the IEEE division on 80 001 points of
-//                         [-100, 100] and the special values
+//   fused_probe timeline  per shape, the default kernel's per-CTA event times (the Recording
+//                         probe policy below: min / median / max over CTAs, µs from the first
+//                         CTA's end of setup), after a memset of 256 MB, a read of 256 MB, or
+//                         nothing
+//   fused_probe silu      the v5 epilogue's silu·mul (RcpDivide) against the IEEE division on
+//                         80 001 points of [-100, 100] and the special values
+//
+// The kernels timed are the product's instantiations (NoProbe); `timeline` instantiates them with
+// the Recording policy, which writes stamps into the partials workspace (32 slots per CTA, slot =
+// the Event's value, v5_probe.cuh).
 //
 // NVFP4_PROBE_ZERO_A=1 makes every activation zero (same kernels, same work): the main loops'
 // clock under the power limit depends on the operands (docs/fused-kernel.md v5i).
@@ -38,9 +36,10 @@
 #include <string>
 #include <vector>
 
-#include "gpu/fused_rs.cuh"
+#include "gpu/fused/v5_kernel.cuh"
 
 using namespace nvfp4::gpu::fused;
+namespace v5 = nvfp4::gpu::fused::v5;
 
 namespace {
 
@@ -94,18 +93,72 @@ void flush_l2(void* buf, int r) {
 // One problem and its workspace (zeroed once, as the plan does).
 struct Problem {
   int M, N, K;
-  rs::RsArgs a{};
-  rs::RsMaps maps128{}, maps256{}, maps128x3{};  // tiles 128x64, 256x64, 128x96
+  v5::Args a{};
+  v5::Maps maps128{}, maps256{}, maps128x3{};  // tiles 128x64, 256x64, 128x96
   void* flush = nullptr;
   int sms = 0;
 };
 
+// The recording probe policy (v5_probe.cuh): per-CTA stamps (64-bit global times, SM clocks, a
+// count) in 32 slots per CTA of the partials workspace — from its start, or after stream-K's
+// partials.
+struct Recording {
+  unsigned long long* slots = nullptr;
+  unsigned long long t_entry = 0;
+  __device__ void enter(bool first) {
+    if (first) t_entry = ptx::gtimer();
+  }
+  template <class K>
+  __device__ void setup_done(const K& k) {
+    using Cfg = typename K::Cfg;
+    const v5::Args& a = k.args;
+    const int64_t after =
+        K::kStream ? int64_t(a.L) * k.sched.tiles_per_l * a.splits * 2 * Cfg::BM * Cfg::kNT : 0;
+    slots = reinterpret_cast<unsigned long long*>(a.partials + after) + v5::kProbeSlots * blockIdx.x;
+    if (k.tid == 0) {
+      const unsigned long long t = ptx::gtimer();
+      slots[int(v5::Event::SetupDone)] = t;
+      slots[int(v5::Event::Start)] = t;
+      slots[int(v5::Event::Entry)] = t_entry;
+    }
+  }
+  __device__ void time(bool when, v5::Event e) {
+    if (when) slots[int(e)] = ptx::gtimer();
+  }
+  __device__ void clock(bool when, v5::Event e) {
+    if (when) slots[int(e)] = clock64();
+  }
+  __device__ void count(bool when, v5::Event e) {
+    if (when) slots[int(e)] += 1;
+  }
+  __device__ void time_at(bool when, int slot) {
+    if (when) slots[slot] = ptx::gtimer();
+  }
+  // Lane 0 of the producer's third warp: when the start's packed chunks arrive by TMA on ld_bar
+  // (the local start, or the batch alone fetched by TMA), the time they arrive, then the time the
+  // first weight stage arrives.
+  template <class K, class Plan>
+  __device__ void watch_start(const K& k, const Plan& plan) {
+    using Cfg = typename K::Cfg;
+    int q, nb, nl;
+    plan(q, nb, nl);
+    const bool fetched = nl > 0 || (q < k.sched.chunks && !K::kLocalStart && nb <= Cfg::S &&
+                                    nb * Cfg::BM <= 4 * Cfg::kConsumers);
+    if (k.tid == Cfg::kConsumers + 64 && fetched) {
+      ptx::mbar_wait(k.sm.ld_bar, 0);
+      time(true, v5::Event::StartArrived);
+      ptx::mbar_wait(k.sm.wfull_bar, 0);
+      time(true, v5::Event::FirstWeightArrived);
+    }
+  }
+};
+
 // A kernel launch: threads, grid, cluster size, maps; returns the median of `reps` flushed
-// launches (µs). `stamps` (kProbe bit 9) zeroes the stamp area first: 32 slots of 8 bytes per CTA
-// from `at`.
+// launches (µs). `stamps_at` (the Recording policy) zeroes the stamp area first: 32 slots of 8
+// bytes per CTA.
 template <class Kern>
 float time_launches(Kern kern, int threads, int smem, int grid, int cluster,
-                    const rs::RsMaps& maps, const rs::RsArgs& a, void* flush, int reps,
+                    const v5::Maps& maps, const v5::Args& a, void* flush, int reps,
                     float* stamps_at = nullptr) {
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaLaunchConfig_t c{};
@@ -124,7 +177,7 @@ float time_launches(Kern kern, int threads, int smem, int grid, int cluster,
   CK(cudaEventCreate(&e1));
   std::vector<float> ts;
   for (int r = 0; r < reps + 2; ++r) {  // two untimed launches first
-    if (stamps_at) CK(cudaMemset(stamps_at, 0, size_t(grid) * 256));
+    if (stamps_at) CK(cudaMemset(stamps_at, 0, size_t(grid) * 8 * v5::kProbeSlots));
     flush_l2(flush, r);
     CK(cudaEventRecord(e0));
     CK(cudaLaunchKernelEx(&c, kern, maps, a));
@@ -141,26 +194,27 @@ float time_launches(Kern kern, int threads, int smem, int grid, int cluster,
   return ts[ts.size() / 2];
 }
 
-// The kernels as fused.cu launches them (tile height BM, ring depth S, WG consumer warpgroups).
+// The kernels as fused.cu launches them (tile height BM, ring depth S, WG consumer warpgroups);
+// Probe: NoProbe (the product's kernels) or Recording.
 int n_tiles(const Problem& p, int nt) { return (p.N + nt - 1) / nt; }
-const rs::RsMaps& maps_for(const Problem& p, int bm, int wg) {
+const v5::Maps& maps_for(const Problem& p, int bm, int wg) {
   return wg == 3 ? p.maps128x3 : bm == 128 ? p.maps128 : p.maps256;
 }
 // The launch arguments of BM x 32*WG tiles with `splits` units per tile.
 template <int BM, int WG>
-rs::RsArgs tile_args(const Problem& p, int splits) {
-  rs::RsArgs a = p.a;
+v5::Args tile_args(const Problem& p, int splits) {
+  v5::Args a = p.a;
   a.m_tiles = (p.M + BM - 1) / BM;
   a.n_tiles = n_tiles(p, 32 * WG);
   a.splits = splits;
   return a;
 }
-template <int BM, int S, int P, int WG = 2>
+template <int BM, int S, int WG = 2, class Probe = v5::NoProbe>
 float run_tiles(Problem& p, int reps, float* stamps = nullptr) {
-  using Cfg = rs::RsConfig<BM, S, WG>;
-  const rs::RsArgs a = tile_args<BM, WG>(p, 1);
+  using Cfg = v5::Config<BM, S, WG>;
+  const v5::Args a = tile_args<BM, WG>(p, 1);
   const int units = a.L * a.m_tiles * a.n_tiles;
-  return time_launches(rs::fused_rs_kernel<BM, S, P, false, false, WG>, Cfg::kThreads,
+  return time_launches(v5::dual_gemm_kernel<Cfg, v5::Split::Tiles, Probe>, Cfg::kThreads,
                        Cfg::kSmemBytes, std::min(units, p.sms), 1, maps_for(p, BM, WG), a,
                        p.flush, reps, stamps);
 }
@@ -168,11 +222,11 @@ float run_tiles(Problem& p, int reps, float* stamps = nullptr) {
 bool pair_offered(const Problem& p, int bm = 256, int wg = 2) {
   return 2 * ((p.M + bm - 1) / bm) * n_tiles(p, 32 * wg) <= p.sms;
 }
-template <int P, int BM = 256, int S = 4, int WG = 2>
+template <int BM = 256, int S = 4, int WG = 2, class Probe = v5::NoProbe>
 float run_pair(Problem& p, int reps, float* stamps = nullptr) {
-  using Cfg = rs::RsConfig<BM, S, WG>;
-  const rs::RsArgs a = tile_args<BM, WG>(p, 2);
-  return time_launches(rs::fused_rs_kernel<BM, S, P, true, false, WG>, Cfg::kThreads,
+  using Cfg = v5::Config<BM, S, WG>;
+  const v5::Args a = tile_args<BM, WG>(p, 2);
+  return time_launches(v5::dual_gemm_kernel<Cfg, v5::Split::Pair, Probe>, Cfg::kThreads,
                        Cfg::kSmemBytes, 2 * a.L * a.m_tiles * a.n_tiles, 2, maps_for(p, BM, WG),
                        a, p.flush, reps, stamps);
 }
@@ -184,18 +238,18 @@ struct StreamShape {
 };
 StreamShape stream_shape(const Problem& p) {
   const int64_t tiles = int64_t((p.M + 255) / 256) * p.a.n_tiles * p.a.L;
-  const rs::StreamK sk = rs::stream_k_shape(tiles, p.K / 256, p.sms);
-  return {sk.grid, sk.parts, tiles * sk.parts * 2 * 256 * rs::RsConfig<256, 4>::kNT};
+  const v5::StreamK sk = v5::stream_k_shape(tiles, p.K / 256, p.sms);
+  return {sk.grid, sk.parts, tiles * sk.parts * 2 * 256 * v5::Config<256, 4>::kNT};
 }
-template <int P>
+template <class Probe = v5::NoProbe>
 float run_stream(Problem& p, int reps, float* stamps = nullptr) {
-  rs::RsArgs a = p.a;
+  using Cfg = v5::Config<256, 4>;
+  v5::Args a = p.a;
   a.m_tiles = (p.M + 255) / 256;
   const StreamShape s = stream_shape(p);
   a.splits = s.splits;
-  return time_launches(rs::fused_rs_kernel<256, 4, P, false, true>,
-                       rs::RsConfig<256, 4>::kThreads, rs::RsConfig<256, 4>::kSmemBytes, s.grid,
-                       1, p.maps256, a, p.flush, reps, stamps);
+  return time_launches(v5::dual_gemm_kernel<Cfg, v5::Split::StreamK, Probe>, Cfg::kThreads,
+                       Cfg::kSmemBytes, s.grid, 1, p.maps256, a, p.flush, reps, stamps);
 }
 
 std::vector<uint16_t> take_output(const Problem& p) {  // C, then C is poisoned for the next run
@@ -224,7 +278,7 @@ void print_stamps(const float* at, int grid, const char* name) {
   unsigned long long t0 = ~0ull;
   for (int b = 0; b < grid; ++b)
     if (h[32 * b]) t0 = std::min(t0, h[32 * b]);
-  // Slot meanings: the kProbe bit 9 comment in fused_rs.cuh.
+  // Slot meanings: v5::Event (v5_probe.cuh).
   struct Ev {
     int slot;
     const char* name;
@@ -271,67 +325,64 @@ void print_stamps(const float* at, int grid, const char* name) {
 void mode_time(Problem& p, bool wg3_only) {
   std::printf("%dx%dx%d", p.M, p.N, p.K);
   if (!wg3_only) {
-    std::printf(" | BM128 %.1f", run_tiles<128, 8, 0>(p, 15));
+    std::printf(" | BM128 %.1f", run_tiles<128, 8>(p, 15));
     std::printf(" #%06llx", hash_of(take_output(p)));
   }
-  std::printf(" | BM256 %.1f", run_tiles<256, 4, 0>(p, 15));
+  std::printf(" | BM256 %.1f", run_tiles<256, 4>(p, 15));
   const std::vector<uint16_t> ref = take_output(p);
   std::printf(" #%06llx", hash_of(ref));
   if (pair_offered(p) && !wg3_only) {
-    std::printf(" | pair %.1f", run_pair<0>(p, 15));
+    std::printf(" | pair %.1f", run_pair(p, 15));
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
   }
   if (stream_offered(p) && !wg3_only) {
-    std::printf(" | stream-K %.1f", run_stream<0>(p, 15));
+    std::printf(" | stream-K %.1f", run_stream(p, 15));
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
   }
-  std::printf(" | 128x96 %.1f", run_tiles<128, 7, 0, 3>(p, 15));
+  std::printf(" | 128x96 %.1f", run_tiles<128, 7, 3>(p, 15));
   {
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
   }
   if (pair_offered(p, 128, 3)) {
-    std::printf(" | 128x96 pair %.1f", run_pair<0, 128, 7, 3>(p, 15));
+    std::printf(" | 128x96 pair %.1f", run_pair<128, 7, 3>(p, 15));
     const std::vector<uint16_t> c = take_output(p);
     std::printf(" #%06llx (%ld words differ from BM256)", hash_of(c), words_differing(c, ref));
   }
   std::printf("\n");
 }
 
-// X: more kProbe bits (8: no weight TMA, to see the start without the weights' traffic; 4: no
-// phase 0, to see where its cost falls).
-template <int X>
 void mode_timeline(Problem& p) {
   float* st = p.a.partials;
   for (Flush f : {Flush::Memset, Flush::Read, Flush::None}) {
     g_flush = f;
     const char* fl = f == Flush::Memset ? "memset" : f == Flush::Read ? "read" : "none";
     char name[96];
-    // The default's choice (fused.cu, default_candidate): the 128 x 96 tiles, else their pairs,
-    // where one wave of them fills 3/4 to all of the SMs; else the 256 x 64 kernels as before.
+    // The default's choice (candidates.hpp, default_candidate): the 128 x 96 tiles, else their
+    // pairs, where one wave of them fills 3/4 to all of the SMs; else the 256 x 64 kernels.
     const int tiles3 = ((p.M + 127) / 128) * n_tiles(p, 96);
     auto fills = [&](int ctas) { return 4 * ctas >= 3 * p.sms && ctas <= p.sms; };
     if (fills(tiles3)) {
-      run_tiles<128, 7, 512 | X, 3>(p, 1, st);
+      run_tiles<128, 7, 3, Recording>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d 128x96, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, tiles3, name);
     } else if (fills(2 * tiles3) && p.K >= 512) {
-      run_pair<512 | X, 128, 7, 3>(p, 1, st);
+      run_pair<128, 7, 3, Recording>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d 128x96 pair, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, 2 * tiles3, name);
     } else if (p.M <= 256 && pair_offered(p)) {
-      run_pair<512 | X>(p, 1, st);
+      run_pair<256, 4, 2, Recording>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d pair, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, 2 * ((p.M + 255) / 256) * p.a.n_tiles, name);
     } else if (stream_offered(p) && 4 * ((p.M + 255) / 256) * p.a.n_tiles <= 3 * p.sms) {
       const StreamShape s = stream_shape(p);
-      run_stream<512 | X>(p, 1, p.a.partials + s.stamp_offset);
+      run_stream<Recording>(p, 1, p.a.partials + s.stamp_offset);
       std::snprintf(name, sizeof name, "%dx%dx%d stream-K, flush %s", p.M, p.N, p.K, fl);
       print_stamps(p.a.partials + s.stamp_offset, s.grid, name);
     } else {
-      run_tiles<256, 4, 512 | X>(p, 1, st);
+      run_tiles<256, 4, 2, Recording>(p, 1, st);
       std::snprintf(name, sizeof name, "%dx%dx%d BM256, flush %s", p.M, p.N, p.K, fl);
       print_stamps(st, std::min(((p.M + 255) / 256) * p.a.n_tiles, p.sms), name);
     }
@@ -339,66 +390,11 @@ void mode_timeline(Problem& p) {
   g_flush = Flush::Memset;
 }
 
-// Launch cost alone: an empty kernel after the same flush, with the fused kernels' block size and
-// shared memory, with none, and as 2-CTA clusters.
-__global__ void empty_kernel(const __grid_constant__ rs::RsMaps, const rs::RsArgs) {}
-
-void mode_ablate(Problem& p) {
-  if (p.M == 256 && p.N == 4096) {
-    const int big = rs::RsConfig<128, 7, 3>::kSmemBytes;
-    std::printf("empty kernel, 128 CTAs: 512 thr + %d B smem %.1f | 512 thr, no smem %.1f | "
-                "128 thr, no smem %.1f | 512 thr + smem, clusters of 2 %.1f\n",
-                big, time_launches(empty_kernel, 512, big, 128, 1, p.maps128x3, p.a, p.flush, 15),
-                time_launches(empty_kernel, 512, 0, 128, 1, p.maps128x3, p.a, p.flush, 15),
-                time_launches(empty_kernel, 128, 0, 128, 1, p.maps128x3, p.a, p.flush, 15),
-                time_launches(empty_kernel, 512, big, 128, 2, p.maps128x3, p.a, p.flush, 15));
-  }
-  // The 128 x 96 tiles (and their pairs where offered) with stages left out: kProbe 16 no weight
-  // decode (the packed bytes go to wgmma), 2 no wgmma, 18 neither, 4 no phase 0, 8 no weight TMA,
-  // 1 no activation TMA, 9 no TMA in the main loop, 5 no phase 0 and no activation TMA, 36 setup
-  // and teardown only.
-  std::printf("%dx%dx%d | 128x96 %.1f", p.M, p.N, p.K, run_tiles<128, 7, 0, 3>(p, 15));
-  std::printf(" no-decode %.1f", run_tiles<128, 7, 16, 3>(p, 15));
-  std::printf(" no-wgmma %.1f", run_tiles<128, 7, 2, 3>(p, 15));
-  std::printf(" neither %.1f", run_tiles<128, 7, 18, 3>(p, 15));
-  std::printf(" no-phase0 %.1f", run_tiles<128, 7, 4, 3>(p, 15));
-  std::printf(" no-weight-TMA %.1f", run_tiles<128, 7, 8, 3>(p, 15));
-  std::printf(" no-act-TMA %.1f", run_tiles<128, 7, 1, 3>(p, 15));
-  std::printf(" no-TMA %.1f", run_tiles<128, 7, 9, 3>(p, 15));
-  std::printf(" no-phase0-no-act %.1f", run_tiles<128, 7, 5, 3>(p, 15));
-  std::printf(" empty %.1f", run_tiles<128, 7, 36, 3>(p, 15));
-  if (pair_offered(p, 128, 3)) {
-    std::printf(" | 128x96 pair %.1f", run_pair<0, 128, 7, 3>(p, 15));
-    std::printf(" no-decode %.1f", run_pair<16, 128, 7, 3>(p, 15));
-    std::printf(" no-wgmma %.1f", run_pair<2, 128, 7, 3>(p, 15));
-    std::printf(" no-phase0 %.1f", run_pair<4, 128, 7, 3>(p, 15));
-    std::printf(" no-act-TMA %.1f", run_pair<1, 128, 7, 3>(p, 15));
-  }
-  std::printf("\n");
-
-  // kProbe bits: 1 no activation TMA (stale tiles; flags still awaited), 8 no weight TMA,
-  // 4 no phase 0 and no waits for it, 32 no main loop (with 4: setup and teardown only).
-  std::printf("%dx%dx%d | BM256 %.1f", p.M, p.N, p.K, run_tiles<256, 4, 0>(p, 15));
-  std::printf(" no-act-TMA %.1f", run_tiles<256, 4, 1>(p, 15));
-  std::printf(" no-weight-TMA %.1f", run_tiles<256, 4, 8>(p, 15));
-  std::printf(" no-phase0 %.1f", run_tiles<256, 4, 4>(p, 15));
-  std::printf(" no-phase0-no-act %.1f", run_tiles<256, 4, 5>(p, 15));
-  std::printf(" empty %.1f", run_tiles<256, 4, 36>(p, 15));
-  if (pair_offered(p)) {
-    std::printf(" | pair %.1f", run_pair<0>(p, 15));
-    std::printf(" no-act-TMA %.1f", run_pair<1>(p, 15));
-    std::printf(" no-weight-TMA %.1f", run_pair<8>(p, 15));
-    std::printf(" no-phase0 %.1f", run_pair<4>(p, 15));
-    std::printf(" no-phase0-no-act %.1f", run_pair<5>(p, 15));
-  }
-  std::printf("\n");
-}
-
 __global__ void silu_kernel(const float* x, float* nb, float* ieee, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  nb[i] = rs::detail2::silu_mul_nb(x[i], 1.0f, 1.0f, 1.0f);
-  ieee[i] = detail::silu_mul(x[i], 1.0f, 1.0f, 1.0f);
+  nb[i] = nvfp4::silu_mul<v5::RcpDivide>(x[i], 1.0f, 1.0f, 1.0f);
+  ieee[i] = nvfp4::silu_mul(x[i], 1.0f, 1.0f, 1.0f);
 }
 
 int mode_silu() {
@@ -433,10 +429,8 @@ int mode_silu() {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "time";
   if (mode == "silu") return mode_silu();
-  if (mode != "time" && mode != "time3" && mode != "timeline" && mode != "timeline-nw" &&
-      mode != "timeline-np" && mode != "ablate") {
-    std::fprintf(stderr,
-                 "usage: fused_probe [time|time3|timeline|timeline-nw|timeline-np|ablate|silu]\n");
+  if (mode != "time" && mode != "time3" && mode != "timeline") {
+    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|silu]\n");
     return 2;
   }
   int dev = 0, major = 0;
@@ -456,7 +450,7 @@ int main(int argc, char** argv) {
     p.M = sh[0], p.N = sh[1], p.K = sh[2];
     p.sms = sms;
     p.flush = flush;
-    rs::RsArgs& a = p.a;
+    v5::Args& a = p.a;
     a.a = upload_random(size_t(p.M) * p.K / 2, g, false);
     // NVFP4_PROBE_ZERO_A=1: all activations zero (the same work on zero operands; the SM clock
     // under the power limit depends on the operands' bits, docs/fused-kernel.md v5i).
@@ -469,7 +463,7 @@ int main(int argc, char** argv) {
     const uint8_t* s2 = upload_random(size_t(p.N) * p.K / 16, g, true);
     a.act = dalloc<uint16_t>(size_t(p.M) * p.K);
     a.chunk_state = dalloc<unsigned long long>(size_t(p.K / 64) * ((p.M + 127) / 128));
-    a.sync = dalloc<rs::SyncState>(1);
+    a.sync = dalloc<v5::SyncState>(1);
     // Partials: stream-K's parts (at most 3 here) and the stamps after them; also enough for the
     // stamps at the start of the buffer.
     a.partials = dalloc<float>(size_t(16) << 20);
@@ -481,14 +475,11 @@ int main(int argc, char** argv) {
     a.n_tiles = n_tiles(p, 64);  // (each launch sets its own)
     a.splits = 1;
     a.alpha1 = a.alpha2 = 1.0f;
-    p.maps128 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 64);
-    p.maps256 = rs::make_rs_maps(a, b1, b2, s1, s2, 256, 64);
-    p.maps128x3 = rs::make_rs_maps(a, b1, b2, s1, s2, 128, 96);
+    p.maps128 = v5::make_maps(a, b1, b2, s1, s2, 128, 64);
+    p.maps256 = v5::make_maps(a, b1, b2, s1, s2, 256, 64);
+    p.maps128x3 = v5::make_maps(a, b1, b2, s1, s2, 128, 96);
     if (mode == "time" || mode == "time3") mode_time(p, mode == "time3");
-    if (mode == "timeline") mode_timeline<0>(p);
-    if (mode == "timeline-nw") mode_timeline<8>(p);
-    if (mode == "timeline-np") mode_timeline<4>(p);
-    if (mode == "ablate") mode_ablate(p);
+    if (mode == "timeline") mode_timeline(p);
     for (const void* q : {static_cast<const void*>(a.a), static_cast<const void*>(a.sfa),
                           static_cast<const void*>(b1), static_cast<const void*>(b2),
                           static_cast<const void*>(s1), static_cast<const void*>(s2),

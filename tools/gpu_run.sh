@@ -71,14 +71,14 @@ for phase in "${phases[@]}"; do
       # Small shapes of every GPU combination, in one process so the sanitizer sees every kernel
       # (test_plans' "small" cases: plain, graph, autotune, autotune+graph), plus the decoder test.
       for tool in memcheck racecheck initcheck synccheck; do
-        step "sanitizer $tool test_plans[small]" 150 "$out/sanitize.log" \
+        step "sanitizer $tool test_plans[small]" 300 "$out/sanitize.log" \
           "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
           "$dist/test_plans" --no-colors -tc='small*'
         step "sanitizer $tool test_decode" 60 "$out/sanitize.log" \
           "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 "$dist/test_decode" --no-colors
         # The fused kernel's own test, when it was carried (its small cases).
         if [ -x "$dist/test_fused" ]; then
-          step "sanitizer $tool test_fused[small]" 240 "$out/sanitize.log" \
+          step "sanitizer $tool test_fused[small]" 300 "$out/sanitize.log" \
             "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 \
             "$dist/test_fused" --no-colors -tc='small*'
         fi

@@ -5,8 +5,8 @@
 
 Disassembles BINARY (an executable or library holding the fused kernels, e.g. build/harness) with
 cuobjdump and finds, in every kernel that issues HGMMA, the smallest loop (a backward branch) that
-holds all of its HGMMA instructions. For the v5 kernels (fused_rs_kernel, optimized/gpu/fused_rs.cuh)
-the loop must hold 8 HGMMA (two k-stages of four) and no R2UR or WARPSYNC: when ptxas cannot keep
+holds all of its HGMMA instructions. For the v5 kernels (v5::dual_gemm_kernel,
+optimized/gpu/fused/v5_kernel.cuh) the loop must hold 8 HGMMA (two k-stages of four) and no R2UR or WARPSYNC: when ptxas cannot keep
 the loop's counters in uniform registers, it re-reads every wgmma descriptor and barrier address
 through R2UR behind a WARPSYNC.ALL, with the same source and the same results, and the loop runs
 slower (+4.7 us at 512x4096x7168, docs/fused-kernel.md v5f) — no correctness test can see it.
@@ -74,14 +74,18 @@ def main_loop(ins):
     return best
 
 
+V5 = "fused2v516dual_gemm_kernel"  # nvfp4::gpu::fused::v5::dual_gemm_kernel<Config, Split, Probe>
+
+
 def short_name(mangled):
-    m = re.search(r"fused_rs_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb(\d)ELb(\d)E(?:Li(\d+)E)?", mangled)
+    m = re.search(V5 + r"INS2_6ConfigILi(\d+)ELi(\d+)ELi(\d+)EEELNS2_5SplitE(\d)E(.*)EEvNS2_4Maps",
+                  mangled)
     if m:
-        bm, s, probe, pair, stream, wg = m.groups()
-        kind = "pair" if pair == "1" else "stream-K" if stream == "1" else "tiles"
-        return (f"v5 BM {bm} S {s} WG {wg or 2} {kind}" +
-                (f" probe {probe}" if probe != "0" else ""))
-    m = re.search(r"(fused_dual_gemm\w*kernel)ILi(\d+)E", mangled)
+        bm, s, wg, split, probe = m.groups()
+        kind = {"0": "tiles", "1": "pair", "2": "stream-K"}.get(split, "split " + split)
+        return (f"v5 BM {bm} S {s} WG {wg} {kind}" +
+                ("" if "7NoProbe" in probe else " probe"))
+    m = re.search(r"fused2v3\d+(dual_gemm\w*kernel)ILi(\d+)E", mangled)
     if m:
         return f"v3 {m.group(1)} BN {m.group(2)} ({mangled[-30:]})"
     return mangled[:60]
@@ -104,7 +108,7 @@ def main():
     checked, bad = 0, 0
     print(f"{'kernel':44} {'loop':>5} {'HGMMA':>5} {'R2UR':>5} {'WARPSYNC':>8}  verdict")
     for name, ins in functions(run.stdout):
-        v5 = "fused_rs_kernel" in name
+        v5 = V5 in name
         if not v5 and not args.all:
             continue
         loop = main_loop(ins)

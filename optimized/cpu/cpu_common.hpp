@@ -22,6 +22,7 @@
 #include "formats.hpp"
 #include "plan.hpp"
 #include "reference_gemm.hpp"
+#include "silu.hpp"
 
 namespace nvfp4 {
 namespace cpu {
@@ -54,13 +55,10 @@ inline void decode_rows_f32(const uint8_t* packed, const uint8_t* sf, int64_t ro
   }
 }
 
-// The fp32 epilogue, as the GPU kernels compute it: silu(x) = x / (1 + exp(-x)) in fp32 (for
-// x < -88 exp overflows to inf and silu gives -0), times alpha2*u, rounded once to fp16.
+// The fp32 epilogue, as the GPU kernels compute it: silu_mul (reference/silu.hpp) in fp32 with
+// the IEEE division, rounded once to fp16.
 inline uint16_t epilogue_f32(float g, float u, float alpha1, float alpha2) {
-  const float x = alpha1 * g;
-  const float y = alpha2 * u;
-  const float silu = x / (1.0f + std::exp(-x));
-  return fp16_from_float(silu * y);
+  return fp16_from_float(silu_mul(g, u, alpha1, alpha2));
 }
 
 inline int hardware_threads() { return std::max(1, int(std::thread::hardware_concurrency())); }

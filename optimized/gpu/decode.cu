@@ -10,8 +10,8 @@ namespace {
 // array: its 8 packed bytes start at byte 8*b of `packed` (rows are contiguous), its scale is
 // scales[b], its 16 outputs start at element 16*(b % per_batch) of batch b / per_batch.
 // (A variant with 8-element chunks per lane, fully coalesced 16-byte stores and 4 chunks per
-// thread measured 1.4-2.5 us SLOWER on the H100 at the benchmark shapes — fewer bytes in flight
-// per SM — so this simple form stays.)
+// thread was slower on the H100 at the benchmark shapes — fewer bytes in flight per SM — so this
+// simple form stays.)
 __global__ void decode_fp4_bf16_kernel(const uint2* __restrict__ packed,
                                        const uint8_t* __restrict__ scales,
                                        __nv_bfloat16* __restrict__ out, int64_t blocks,

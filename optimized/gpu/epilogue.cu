@@ -7,8 +7,8 @@ namespace nvfp4::gpu {
 namespace {
 
 // Grid: x over column groups of 4 (kVec4) or single columns, y over rows (grid-stride).
-// (A variant with 4 rows per thread, all loads issued first, measured ~1 us SLOWER on the H100
-// at the benchmark shapes, so one row per thread stays.)
+// (A variant with 4 rows per thread, all loads issued first, was slower on the H100 at the
+// benchmark shapes, so one row per thread stays.)
 template <bool kVec4>
 __global__ void silu_mul_kernel(const float* __restrict__ d, int64_t ldd, __half* __restrict__ c,
                                 int64_t rows, int64_t N, float alpha1, float alpha2) {

@@ -61,10 +61,6 @@ GpuPlan::GpuPlan(const Shape& shape) : shape_(shape), c_(size_t(shape.c_elems())
 
 GpuPlan::~GpuPlan() = default;
 
-void GpuPlan::set_inputs(const Problem&, InputSet) {
-  throw std::logic_error("this GPU plan cannot take new inputs yet (set_inputs not implemented)");
-}
-
 void GpuPlan::synchronize() {
   NVFP4_CUDA_CHECK(cudaStreamSynchronize(stream()));
   // Sticky errors from earlier launches surface at the sync; this also catches launch errors

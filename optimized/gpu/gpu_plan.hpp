@@ -6,7 +6,8 @@
 // kernels / library calls on stream(), never allocates, never synchronizes and never queries a
 // heuristic, so that the graph wrapper can capture it (cudaStreamBeginCapture on stream()).
 //
-// Derived plans implement enqueue() (and describe(); optionally candidates()/select()/tune_key()
+// Derived plans implement enqueue(), describe() and set_inputs() (writing into the buffers they
+// made at init, a DeviceProblem for the six operands; optionally candidates()/select()/tune_key()
 // for autotune and read_intermediates()). They write C through output().
 //
 // Timing: seconds_per_call() times `iters` calls with one pair of CUDA events per call and writes
@@ -51,8 +52,6 @@ class GpuPlan : public Plan {
   // The output C, L*M*N fp16 values, (L, M, N) row-major.
   __half* output() const { return c_.get(); }
 
-  // Placeholder until every GPU plan writes new inputs into its own buffers: refuses (ERROR).
-  void set_inputs(const Problem&, InputSet) override;
   // Waits for the stream; throws CudaError on an asynchronous device error.
   void synchronize() override;
   // Fills C with `bits` (a tiny kernel on stream(); fp16 patterns are not byte-uniform).

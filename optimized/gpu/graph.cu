@@ -7,7 +7,11 @@
 // issues work only on the base plan's stream and allocates, synchronizes and queries nothing, so
 // it is capturable. Before capture() (stage warmup) calls run eagerly; after it they replay.
 // Changing the inner configuration after capture (select) is refused: the graph would replay the
-// old one.
+// old one. New inputs (set_inputs) go into the inner plan's buffers, whose addresses the graph
+// holds; the global scales alpha1 and alpha2, which the kernels take by value, are in the graph's
+// kernel nodes, so after InputSet::All the graph is captured again into a scratch graph and the
+// executable graph updated from it (cudaGraphExecUpdate; instantiated anew if the update is
+// refused), outside any timed call.
 #include <string>
 
 #include "gpu_plan.hpp"
@@ -55,6 +59,11 @@ class GraphPlan final : public PlanWrapper {
     inner().synchronize();
   }
 
+  void set_inputs(const Problem& p, InputSet which) override {
+    inner().set_inputs(p, which);
+    if (exec_ && which == InputSet::All) update();
+  }
+
   void enqueue() override {
     if (!exec_) {
       inner().enqueue();  // before capture: eager (warm-up calls)
@@ -75,6 +84,38 @@ class GraphPlan final : public PlanWrapper {
   }
 
  private:
+  // Captures one call again and updates the executable graph's nodes from it (same topology,
+  // new kernel arguments), or instantiates it anew when the update is refused.
+  void update() {
+    cudaStream_t s = gpu_->stream();
+    cudaGraph_t fresh = nullptr;
+    NVFP4_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      inner().enqueue();
+    } catch (...) {
+      cudaStreamEndCapture(s, &fresh);
+      if (fresh) cudaGraphDestroy(fresh);
+      throw;
+    }
+    NVFP4_CUDA_CHECK(cudaStreamEndCapture(s, &fresh));
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(exec_, fresh, &info) != cudaSuccess) {
+      (void)cudaGetLastError();  // the refused update is not an error of the next call
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t e = cudaGraphInstantiate(&exec, fresh, 0);
+      if (e != cudaSuccess) {
+        cudaGraphDestroy(fresh);
+        NVFP4_CUDA_CHECK(e);
+      }
+      cudaGraphExecDestroy(exec_);
+      exec_ = exec;
+    }
+    cudaGraphDestroy(graph_);
+    graph_ = fresh;
+    NVFP4_CUDA_CHECK(cudaGraphUpload(exec_, s));
+    inner().synchronize();
+  }
+
   void release() noexcept {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (graph_) cudaGraphDestroy(graph_);
@@ -88,18 +129,12 @@ class GraphPlan final : public PlanWrapper {
   size_t nodes_ = 0;
 };
 
-const bool registered = register_optimization(Optimization{
-    "gpu",
-    "graph",
-    "capture the whole per-call launch sequence once in a CUDA graph; later calls replay it",
-    OptKind::Wrapper,
-    20,
-    {Stage::Capture},
-    nullptr,
+const bool registered = register_listed(
+    "gpu", "graph", nullptr,
     [](std::unique_ptr<Plan> inner, const PlanOptions&) -> std::unique_ptr<Plan> {
       return make_graph_plan(std::move(inner));
     },
-    nullptr});
+    nullptr);
 
 }  // namespace
 

@@ -21,6 +21,9 @@
 // CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3; scales converted at init to the 128x4 blocked layout)
 // and keeps the same epilogue; when cuBLASLt offers no algorithm it falls back to the decode path.
 // UNTESTED: no Blackwell GPU was available to this project (RESULTS-GPU.md).
+// New inputs (set_inputs) go into the same buffers: A and SFA as they are (and converted into the
+// same blocked-scale buffer on the FP4 path); with InputSet::All, B1 and B2 are decoded again into
+// the same Bcat and the alphas replaced; the parts below redo their init-time work as well.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "decode.cuh"
+#include "device_problem.hpp"
 #include "epilogue.cuh"
 #include "errors.hpp"
 #include "gpu_plan.hpp"
@@ -63,11 +67,10 @@ class PlainPlan final : public GpuPlan {
   // silu*mul kernel on a D computed once at init.
   enum class Mode { Full, GemmOnly, DecodeOnly, EpilogueOnly };
 
-  PlainPlan(const Problem& p, Mode mode) : GpuPlan(p.shape), mode_(mode) {
+  PlainPlan(const Problem& p, Mode mode) : GpuPlan(p.shape), mode_(mode), in_(p.shape) {
     p.validate();
     const Shape& s = shape_;
-    alpha1_ = p.alpha1;
-    alpha2_ = p.alpha2;
+    in_.upload(p, InputSet::All, stream());
     ldd_ = round_up(2 * s.N, 4);
     d_ = DeviceBuffer<float>(size_t(s.L * s.M * ldd_));
     // D starts as NaN (0xFFFFFFFF): an element the GEMM failed to write would turn into a NaN
@@ -84,12 +87,15 @@ class PlainPlan final : public GpuPlan {
         native_fp4_ = false;  // no block-scaled FP4 algorithm for this problem: decode instead
       }
     }
-    if (!native_fp4_) init_bf16(p);
-    if (mode_ == Mode::EpilogueOnly) {
-      decode_fp4_to_bf16(a_packed_.get(), sfa_.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
-                         stream());
-      gemm_->enqueue(a_bf16_.get(), b_bf16_.get(), d_.get(), stream());
-    }
+    if (!native_fp4_) init_bf16();
+    prepare(InputSet::All);
+    synchronize();
+  }
+
+  void set_inputs(const Problem& p, InputSet which) override {
+    in_.upload(p, which, stream());
+    if (native_fp4_) convert_native_fp4(p, which);
+    prepare(which);
     synchronize();
   }
 
@@ -111,24 +117,26 @@ class PlainPlan final : public GpuPlan {
   void enqueue() override {
     const Shape& s = shape_;
     if (mode_ == Mode::DecodeOnly) {
-      decode_fp4_to_bf16(a_packed_.get(), sfa_.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
+      decode_fp4_to_bf16(in_.a.get(), in_.sfa.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
                          stream());
       return;
     }
     if (mode_ == Mode::EpilogueOnly) {
-      silu_mul_to_fp16(d_.get(), ldd_, output(), s.L * s.M, s.N, alpha1_, alpha2_, stream());
+      silu_mul_to_fp16(d_.get(), ldd_, output(), s.L * s.M, s.N, in_.alpha1, in_.alpha2,
+                       stream());
       return;
     }
     if (native_fp4_) {
-      gemm_->enqueue(a_packed_.get(), b_packed_.get(), d_.get(), stream());
+      gemm_->enqueue(in_.a.get(), b_packed_.get(), d_.get(), stream());
     } else {
       if (mode_ == Mode::Full)
-        decode_fp4_to_bf16(a_packed_.get(), sfa_.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
+        decode_fp4_to_bf16(in_.a.get(), in_.sfa.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
                            stream());
       gemm_->enqueue(a_bf16_.get(), b_bf16_.get(), d_.get(), stream());
     }
     if (mode_ == Mode::Full)
-      silu_mul_to_fp16(d_.get(), ldd_, output(), s.L * s.M, s.N, alpha1_, alpha2_, stream());
+      silu_mul_to_fp16(d_.get(), ldd_, output(), s.L * s.M, s.N, in_.alpha1, in_.alpha2,
+                       stream());
   }
 
   bool read_intermediates(std::vector<float>& g, std::vector<float>& u) override {
@@ -164,32 +172,11 @@ class PlainPlan final : public GpuPlan {
   }
 
  private:
-  // Decode path: B1, B2 decoded once into Bcat; A uploaded packed (and decoded here too when
-  // the plan is the GEMM-only yardstick).
-  void init_bf16(const Problem& p) {
+  // Decode path: the bf16 buffers and the GEMM; their contents come from prepare().
+  void init_bf16() {
     const Shape& s = shape_;
-    a_packed_ = DeviceBuffer<uint8_t>(p.a.size());
-    a_packed_.upload(p.a.data(), p.a.size(), stream());
-    sfa_ = DeviceBuffer<uint8_t>(p.sfa.size());
-    sfa_.upload(p.sfa.data(), p.sfa.size(), stream());
     a_bf16_ = DeviceBuffer<__nv_bfloat16>(size_t(s.L * s.M * s.K));
     b_bf16_ = DeviceBuffer<__nv_bfloat16>(size_t(s.L * 2 * s.N * s.K));
-    {
-      DeviceBuffer<uint8_t> b1(p.b1.size()), b2(p.b2.size()), sf1(p.sfb1.size()),
-          sf2(p.sfb2.size());
-      b1.upload(p.b1.data(), p.b1.size(), stream());
-      b2.upload(p.b2.data(), p.b2.size(), stream());
-      sf1.upload(p.sfb1.data(), p.sfb1.size(), stream());
-      sf2.upload(p.sfb2.data(), p.sfb2.size(), stream());
-      const int64_t bstride = 2 * s.N * s.K;
-      decode_fp4_to_bf16(b1.get(), sf1.get(), b_bf16_.get(), s.L, s.N, s.K, bstride, stream());
-      decode_fp4_to_bf16(b2.get(), sf2.get(), b_bf16_.get() + s.N * s.K, s.L, s.N, s.K, bstride,
-                         stream());
-      synchronize();  // before the temporaries are freed
-    }
-    if (mode_ == Mode::GemmOnly)
-      decode_fp4_to_bf16(a_packed_.get(), sfa_.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
-                         stream());
     LtGemmShape g;
     g.rows = s.M;
     g.cols = 2 * s.N;
@@ -202,22 +189,36 @@ class PlainPlan final : public GpuPlan {
     gemm_ = std::make_unique<LtGemm>(g, LtGemm::Input::BF16, CUDA_R_32F, kMaxAlgos);
   }
 
-  // Native block-scaled FP4 (sm_100+, L == 1): packed A and [B1; B2] as they are, scales in the
-  // 128x4 blocked layout (reference/layout.hpp). Throws CudaError when cuBLASLt has no algorithm.
+  // The work a mode does ahead of its calls, from the inputs in in_ (at init, and again after
+  // set_inputs): the decode path decodes B1, B2 into Bcat (when the weights are new); the
+  // yardstick decodes A; the epilogue part computes D. Not timed: it is outside enqueue().
+  void prepare(InputSet which) {
+    if (native_fp4_) return;
+    const Shape& s = shape_;
+    if (which == InputSet::All) {
+      const int64_t bstride = 2 * s.N * s.K;
+      decode_fp4_to_bf16(in_.b1.get(), in_.sfb1.get(), b_bf16_.get(), s.L, s.N, s.K, bstride,
+                         stream());
+      decode_fp4_to_bf16(in_.b2.get(), in_.sfb2.get(), b_bf16_.get() + s.N * s.K, s.L, s.N, s.K,
+                         bstride, stream());
+    }
+    if (mode_ == Mode::GemmOnly || mode_ == Mode::EpilogueOnly)
+      decode_fp4_to_bf16(in_.a.get(), in_.sfa.get(), a_bf16_.get(), s.L, s.M, s.K, s.M * s.K,
+                         stream());
+    if (mode_ == Mode::EpilogueOnly) gemm_->enqueue(a_bf16_.get(), b_bf16_.get(), d_.get(), stream());
+  }
+
+  // Native block-scaled FP4 (sm_100+, L == 1): packed A (in_.a) and [B1; B2] as they are, scales
+  // in the 128x4 blocked layout (reference/layout.hpp). Throws CudaError when cuBLASLt has no
+  // algorithm.
   void init_native_fp4(const Problem& p) {
     const Shape& s = shape_;
-    const std::vector<uint8_t> bcat = concat_rows(p.b1, p.b2, 1, s.N, s.K / 2);
-    const std::vector<uint8_t> sfb_plain = concat_rows(p.sfb1, p.sfb2, 1, s.N, s.K / 16);
-    const std::vector<uint8_t> sfa_blocked = scales_plain_to_blocked(p.sfa, s.M, s.K / 16, 1);
-    const std::vector<uint8_t> sfb_blocked = scales_plain_to_blocked(sfb_plain, 2 * s.N, s.K / 16, 1);
-    a_packed_ = DeviceBuffer<uint8_t>(p.a.size());
-    a_packed_.upload(p.a.data(), p.a.size(), stream());
-    b_packed_ = DeviceBuffer<uint8_t>(bcat.size());
-    b_packed_.upload(bcat.data(), bcat.size(), stream());
-    sfa_ = DeviceBuffer<uint8_t>(sfa_blocked.size());
-    sfa_.upload(sfa_blocked.data(), sfa_blocked.size(), stream());
-    sfb_ = DeviceBuffer<uint8_t>(sfb_blocked.size());
-    sfb_.upload(sfb_blocked.data(), sfb_blocked.size(), stream());
+    b_packed_ = DeviceBuffer<uint8_t>(size_t(2 * s.N * (s.K / 2)));
+    sfa_ = DeviceBuffer<uint8_t>(scales_plain_to_blocked(p.sfa, s.M, s.K / 16, 1).size());
+    sfb_ = DeviceBuffer<uint8_t>(
+        scales_plain_to_blocked(concat_rows(p.sfb1, p.sfb2, 1, s.N, s.K / 16), 2 * s.N, s.K / 16, 1)
+            .size());
+    convert_native_fp4(p, InputSet::All);
     LtGemmShape g;
     g.rows = s.M;
     g.cols = 2 * s.N;
@@ -231,11 +232,27 @@ class PlainPlan final : public GpuPlan {
                                      sfa_.get(), sfb_.get());
   }
 
+  // The native path's own layouts of p's inputs, into the same buffers: SFA blocked; with All,
+  // [B1; B2] and their scales blocked.
+  void convert_native_fp4(const Problem& p, InputSet which) {
+    const Shape& s = shape_;
+    const std::vector<uint8_t> sfa_blocked = scales_plain_to_blocked(p.sfa, s.M, s.K / 16, 1);
+    sfa_.upload(sfa_blocked.data(), sfa_blocked.size(), stream());
+    if (which == InputSet::All) {
+      const std::vector<uint8_t> bcat = concat_rows(p.b1, p.b2, 1, s.N, s.K / 2);
+      const std::vector<uint8_t> sfb_blocked =
+          scales_plain_to_blocked(concat_rows(p.sfb1, p.sfb2, 1, s.N, s.K / 16), 2 * s.N, s.K / 16, 1);
+      b_packed_.upload(bcat.data(), bcat.size(), stream());
+      sfb_.upload(sfb_blocked.data(), sfb_blocked.size(), stream());
+    }
+    NVFP4_CUDA_CHECK(cudaStreamSynchronize(stream()));  // before the host vectors go
+  }
+
   Mode mode_;
+  DeviceProblem in_;  // the inputs in the plain layouts
   bool native_fp4_ = false;
-  float alpha1_ = 1, alpha2_ = 1;
   int64_t ldd_ = 0;
-  DeviceBuffer<uint8_t> a_packed_, sfa_, b_packed_, sfb_;
+  DeviceBuffer<uint8_t> sfa_, b_packed_, sfb_;  // the native FP4 path's layouts
   DeviceBuffer<__nv_bfloat16> a_bf16_, b_bf16_;
   DeviceBuffer<float> d_;  // (L, M, ldd): G | U | padding
   std::unique_ptr<LtGemm> gemm_;
@@ -261,8 +278,9 @@ Support gpu_supports(const Shape& s) {
   if (s.M >= kMaxDim || s.N >= kMaxDim / 4 || s.K >= kMaxDim)
     return Support::no("M, 4*N and K must be below 2^31 (cuBLASLt dimensions)");
   if (s.L > 65535) return Support::no("L must be at most 65535 (cuBLASLt batch count)");
-  // Device memory the plan holds: packed A and scales, bf16 A and [B1;B2], fp32 D, fp16 C.
-  const double bytes = double(s.a_bytes() + s.sfa_bytes()) + 2.0 * s.L * s.M * s.K +
+  // Device memory the plan holds: the packed inputs, bf16 A and [B1;B2], fp32 D, fp16 C.
+  const double bytes = double(s.a_bytes() + s.sfa_bytes() + 2 * (s.b_bytes() + s.sfb_bytes())) +
+                       2.0 * s.L * s.M * s.K +
                        4.0 * s.L * s.N * s.K + 4.0 * s.L * s.M * double(round_up(2 * s.N, 4)) +
                        2.0 * s.c_elems() + double(LtGemm::kWorkspaceBytes);
   if (bytes > 48e9)

@@ -1,8 +1,14 @@
 // gpu_unavailable.cpp — registers the "gpu" backend in builds without CUDA, so that every GPU
 // trial is reported as SKIP with the reason instead of silently missing from the report.
-#include "registry.hpp"
-
+//
+// The gpu backend's optimizations are registered from the one list every build shares
+// (listed_optimizations, registry.hpp), with constructors that refuse: a command line written for
+// a CUDA build (`--backend gpu --verify fused+graph`, `--bisect autotune+fused+graph`) parses
+// here too and every trial is SKIP with the reason, exit 125 — not exit 2 (bad usage), which
+// `git bisect run` would count as a bad commit. Nothing registered here ever runs.
 #include <stdexcept>
+
+#include "registry.hpp"
 
 namespace nvfp4 {
 namespace {
@@ -17,23 +23,21 @@ const bool registered = register_backend(Backend{
       throw std::runtime_error("built without CUDA");
     }});
 
-// The gpu backend's own optimizations, by name only: a command line written for a CUDA build
-// (`--backend gpu --verify fused+graph`, `--bisect autotune+fused+graph`) parses here too and
-// every trial is SKIP with the reason, exit 125 — not exit 2 (bad usage), which `git bisect run`
-// would count as a bad commit. Name, kind, order and stages match gpu/graph.cu and gpu/fused.cu
-// (the lattice and the canonical combination names depend on them); nothing here ever runs.
-const bool registered_graph = register_optimization(Optimization{
-    "gpu", "graph", "CUDA graph capture/replay (not in this build)", OptKind::Wrapper, 20,
-    {Stage::Capture}, nullptr,
-    [](std::unique_ptr<Plan>, const PlanOptions&) -> std::unique_ptr<Plan> {
-      throw std::runtime_error("built without CUDA");
-    },
-    [](const Shape&) { return Support::no(kNoCuda); }});
-const bool registered_fused = register_optimization(Optimization{
-    "gpu", "fused", "the fused sm_90a kernel (not in this build)", OptKind::Variant, 0, {},
-    [](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
-      throw std::runtime_error("built without CUDA");
-    },
-    nullptr, [](const Shape&) { return Support::no(kNoCuda); }});
+bool register_unavailable() {
+  for (const ListedOptimization& l : listed_optimizations()) {
+    if (std::string(l.backend) != "gpu") continue;
+    register_listed(
+        l.backend, l.name,
+        [](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
+          throw std::runtime_error("built without CUDA");
+        },
+        [](std::unique_ptr<Plan>, const PlanOptions&) -> std::unique_ptr<Plan> {
+          throw std::runtime_error("built without CUDA");
+        },
+        [](const Shape&) { return Support::no(kNoCuda); });
+  }
+  return true;
+}
+const bool registered_optimizations = register_unavailable();
 }  // namespace
 }  // namespace nvfp4

@@ -1,4 +1,4 @@
-// test_fused.cu — the gpu backend's fused kernel (optimized/gpu/fused.cu, fused_kernel.cuh) and its
+// test_fused.cu — the gpu backend's fused kernels (optimized/gpu/fused/) and their
 // combinations with graph and autotune, in this process (so compute-sanitizer sees every kernel):
 //   * every fused combination passes the harness's derived tolerance (compare.hpp) against the
 //     exact reference on every checked call, the output poisoned before each call;
@@ -10,8 +10,8 @@
 //   * the v5 epilogue's branch-free silu·mul agrees with the IEEE-division one and handles the
 //     ends of the range (x = +-inf, huge, NaN).
 // Test cases:
-//   "small"  small and ragged shapes, L > 1, alpha != 1, K % 64 != 0, both kernel families (v5 where
-//            K % 256 == 0, with split-K) — the compute-sanitizer
+//   "small"  the shared small cases (gpu_cases.hpp: ragged shapes, L > 1, alpha != 1, K % 64 != 0,
+//            both kernel families, v5's split-K, pairs and stream-K) — the compute-sanitizer
 //            subset (tools/gpu_run.sh runs `test_fused -tc='small*'` under memcheck/racecheck/...);
 //   "suite"  the harness's default gpu suite (all distributions, ragged shapes, the four GPU MODE
 //            benchmark shapes) with every fused combination.
@@ -27,8 +27,9 @@
 #include "compare.hpp"
 #include "distributions.hpp"
 #include "formats.hpp"
-#include "gpu/fused_rs.cuh"
+#include "gpu/fused/v5_epilogue.cuh"
 #include "gpu/gpu_plan.hpp"
+#include "gpu_cases.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
 #include "suite.hpp"
@@ -154,41 +155,11 @@ std::vector<uint16_t> run_fused(const Problem& p, int tile) {
 
 TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on ragged shapes") {
   if (!have_fused()) return;
-  struct Small {
-    const char* shape;
-    const char* dist;
-    uint64_t seed;
-    float a1, a2;
-  };
-  const Small cases[] = {
-      {"1x1x16", "uniform", 2, 1.0f, 1.0f},    {"7x13x48", "edge", 3, 1.0f, 1.0f},
-      {"33x65x160", "normal", 1, 1.0f, 1.0f},  {"128x96x256x2", "normal", 4, 0.5f, 3.0f},
-      {"130x200x192x3", "gpumode", 5, 1.0f, 1.0f}, {"40x24x64", "identity", 6, 1.0f, 1.0f},
-      {"17x31x80", "ones", 7, 1.0f, 1.0f},
-      // K % 256 == 0 with several 256-K weight stages: the v5 kernel, its split-K candidates
-      // (ragged M and N, N % 8 != 0, L > 1, several M tiles) and its phase-0 queue.
-      {"100x70x1024x2", "normal", 8, 1.0f, 2.0f}, {"300x136x512", "gpumode", 9, 1.0f, 1.0f},
-      // Few tiles, many phase-0 chunks: each CTA's batch (16 chunks) is larger than the
-      // activation ring it is staged in (8 slots at BM = 128, 4 at BM = 256), so phase 0 goes
-      // through several staging groups; ragged M for both tile heights.
-      {"520x40x1024", "normal", 10, 1.0f, 1.0f},
-      // The 256-row tile (M > 128) with L > 1, ragged M and N. This case, 300x136x512 and
-      // 520x40x1024 also run the 256-row split-K pairs (2-CTA clusters) and stream-K (few
-      // tiles, so each CTA gets one or two weight stages: up to 4 parts per tile).
-      {"260x72x512x2", "normal", 11, 2.0f, 0.5f},
-      // The 128 x 96 tiles (three consumer warpgroups) run in every case with K % 256 == 0 (N
-      // ragged against 96 in all but 128x96x256x2), their pairs where K >= 512. Here their local
-      // start decodes 2 stages beside a phase-0 batch of 6 chunks (4 tiles, 24 chunks), and their
-      // pairs' local start hits the box's cap (4 local stages beside a batch of 3).
-      {"200x150x768", "normal", 12, 1.0f, 1.0f},
-  };
   // Cases that offer (and so ran) the 256-row pairs, stream-K, the 128 x 96 tiles, their pairs.
   int pairs = 0, streams = 0, tiles3 = 0, pairs3 = 0;
-  for (const auto& c : cases) {
-    Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
-    p.alpha1 = c.a1;
-    p.alpha2 = c.a2;
-    check_case(p, std::string(c.shape) + " " + c.dist + " seed " + std::to_string(c.seed), true);
+  for (const test::GpuCase& c : test::small_gpu_cases()) {
+    const Problem p = c.make();
+    check_case(p, c.name(), true);
     for (const auto& name : build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->candidates()) {
       const bool pair = name.find("cluster pairs") != std::string::npos;
       const bool x96 = name.find("v5 tile 128x96") != std::string::npos;
@@ -202,12 +173,12 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
   // 200x150x768.
   CHECK(pairs == 4);
   CHECK(streams == 4);
-  // 128x96x256x2, 100x70x1024x2, 300x136x512, 520x40x1024, 260x72x512x2, 200x150x768; the pairs
-  // in all but the first.
-  CHECK(tiles3 == 6);
+  // 64x128x256x2, 128x96x256x2, 100x70x1024x2, 300x136x512, 520x40x1024, 260x72x512x2,
+  // 200x150x768; the pairs in all but the first two (one 256-K weight stage).
+  CHECK(tiles3 == 7);
   CHECK(pairs3 == 5);
-  // Without autotune, the pair replaces 128-row tiles where it is offered (fused.cu,
-  // default_candidate: measured faster or equal on the M = 256 benchmark shapes).
+  // Without autotune, the pair replaces 128-row tiles where it is offered (candidates.hpp,
+  // default_candidate).
   const Problem p = make_problem(Shape::parse("260x72x512x2"), "normal", 11);
   const std::string d = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->describe();
   CHECK_MESSAGE(d.find("2-CTA cluster pairs") != std::string::npos, d);
@@ -311,8 +282,8 @@ namespace {
 __global__ void silu_pairs(const float* x, float* nb, float* ieee, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  nb[i] = gpu::fused::rs::detail2::silu_mul_nb(x[i], 1.0f, 1.0f, 1.0f);
-  ieee[i] = gpu::fused::detail::silu_mul(x[i], 1.0f, 1.0f, 1.0f);
+  nb[i] = silu_mul<gpu::fused::v5::RcpDivide>(x[i], 1.0f, 1.0f, 1.0f);
+  ieee[i] = silu_mul(x[i], 1.0f, 1.0f, 1.0f);
 }
 }  // namespace
 

@@ -8,8 +8,9 @@
 //   * the intermediates G/U are within the fp32 GEMM bound (error attribution works);
 //   * autotune keeps a candidate whose output is right, and graph refuses select() after capture.
 // Test cases:
-//   "small"   small and ragged shapes, L > 1, alpha != 1 — the compute-sanitizer subset
-//             (tools/gpu_run.sh runs `test_plans -tc='small*'` under memcheck/racecheck/...);
+//   "small"   the shared small cases (gpu_cases.hpp: ragged shapes, L > 1, alpha != 1) — the
+//             compute-sanitizer subset (tools/gpu_run.sh runs `test_plans -tc='small*'` under
+//             memcheck/racecheck/...);
 //   "suite"   the harness's default gpu suite (all distributions, ragged shapes, the four GPU MODE
 //             benchmark shapes).
 #include <doctest/doctest.h>
@@ -23,6 +24,7 @@
 #include "compare.hpp"
 #include "distributions.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "gpu_cases.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
 #include "suite.hpp"
@@ -123,23 +125,7 @@ bool have_gpu_backend() {
 
 TEST_CASE("small: plain, graph, autotune, autotune+graph on small and ragged shapes") {
   if (!have_gpu_backend()) return;
-  struct Small {
-    const char* shape;
-    const char* dist;
-    uint64_t seed;
-    float a1, a2;
-  };
-  const Small cases[] = {
-      {"33x65x160", "normal", 1, 1.0f, 1.0f},  {"1x1x16", "uniform", 2, 1.0f, 1.0f},
-      {"17x31x48x3", "edge", 3, 1.0f, 1.0f},   {"64x128x256x2", "normal", 4, 0.5f, 3.0f},
-      {"7x513x272", "gpumode", 5, 1.0f, 1.0f}, {"40x24x64", "identity", 6, 1.0f, 1.0f},
-  };
-  for (const auto& c : cases) {
-    Problem p = make_problem(Shape::parse(c.shape), c.dist, c.seed);
-    p.alpha1 = c.a1;
-    p.alpha2 = c.a2;
-    check_case(p, std::string(c.shape) + " " + c.dist + " seed " + std::to_string(c.seed));
-  }
+  for (const test::GpuCase& c : test::small_gpu_cases()) check_case(c.make(), c.name());
 }
 
 TEST_CASE("suite: the default gpu suite, including the four GPU MODE benchmark shapes") {

@@ -1,16 +1,17 @@
-// fused_wgmma.cuh — inline-PTX wrappers for the Hopper warpgroup MMA used by the fused kernel
-// (fused_kernel.cuh): wgmma.mma_async m64nNk16, fp16 x fp16 -> fp32, both operands in shared
-// memory through matrix descriptors, both K-major (imm-trans-a = imm-trans-b = 0), D += A*B^T
-// (scale-d = 1; the caller zeroes the accumulators). Written from the PTX ISA
-// ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate"); sm_90a only.
+// wgmma.cuh — inline-PTX wrappers for the Hopper warpgroup MMA of the fused kernels:
+// wgmma.mma_async m64nNk16, fp16 x fp16 -> fp32, D += A*B^T (scale-d = 1; the caller zeroes the
+// accumulators). Wgmma<N> (the v3 kernels): both operands in shared memory through matrix
+// descriptors, both K-major (imm-trans-a = imm-trans-b = 0). WgmmaRs<N> (the v5 kernels): A in
+// registers, B in shared memory, K-major. Written from the PTX ISA ("Asynchronous Warpgroup Level
+// Matrix Multiply-Accumulate"); sm_90a only. The fence, commit and wait that go with them are in
+// ptx.cuh.
 //
 // Accumulator layout (PTX ISA, wgmma D fragment for .m64nNk16): thread t of the warpgroup, warp
 // w = t/32, lane l = t%32 holds d[4j + 2h + e] = D[row 16w + l/4 + 8h][col 8j + 2(l%4) + e] for
 // j in [0, N/8), h, e in {0, 1}.
 //
-// The per-N wrappers below differ only in the register list; they were written out by a small
-// generator script (kept out of the product) rather than a preprocessor loop, for readability of
-// the error messages.
+// The per-N wrappers below differ only in the register list; they are written out in full rather
+// than produced by a preprocessor loop, so that a compiler error names a readable line.
 #pragma once
 #include <cstdint>
 
@@ -105,7 +106,7 @@ template <> struct Wgmma<256> {
 };
 
 
-// Register-sourced A (the fused_rs.cuh kernel): WgmmaRs<N>::mma(d, a, desc_b).
+// Register-sourced A (the v5 kernels): WgmmaRs<N>::mma(d, a, desc_b).
 template <int N>
 struct WgmmaRs;
 

@@ -1,4 +1,5 @@
-// fused_kernel.cuh — the fused NVFP4 dual GEMM + SiLU·mul kernel for Hopper (sm_90a), device side.
+// v3.cuh — the fused kernel's general-K family (v3) for Hopper (sm_90a), device side: the only
+// fused kernel for K % 256 != 0, an autotune candidate elsewhere (docs/fused-kernel.md v3).
 //
 //   C[l] = fp16_rn( silu(alpha1 * A[l]·B1[l]^T) * (alpha2 * A[l]·B2[l]^T) )
 //
@@ -7,9 +8,9 @@
 //   B1, B2 (L, N, K/2), SFB1, SFB2 (L, N, K/16); C (L, M, N) fp16.
 //
 // Two kernels share the tile, decode, wgmma and epilogue code:
-//   fused_dual_gemm_tma_kernel  (K % 256 == 0, the benchmark shapes): a producer warp loads each
+//   dual_gemm_tma_kernel  (K % 256 == 0, the benchmark shapes): a producer warp loads each
 //     64-wide K stage of packed bytes and scales by TMA into a 4-deep ring (mbarriers full/empty);
-//   fused_dual_gemm_kernel      (any K % 16 == 0): each thread cp.async's its own share (or, when
+//   dual_gemm_kernel      (any K % 16 == 0): each thread cp.async's its own share (or, when
 //     K % 64 != 0, loads it with bounds checks), see the section before it.
 // One CTA computes a 128 x BN tile of C (128 rows of A, BN columns = rows of B1 and of B2):
 //   * 256 consumer threads = 2 warpgroups; warpgroup w owns A rows [64w, 64w+64) of the tile.
@@ -18,31 +19,29 @@
 //     wgmma m64n(2BN)k16 as one B operand [B1 tile; B2 tile]: accumulator columns [0, BN) are
 //     G = A·B1^T and [BN, 2BN) are U = A·B2^T, so the same thread holds G and U of an element
 //     and the epilogue is register-only.
-//   * Decode is exact, to fp16 (not bf16: every E2M1·E4M3 product has <= 6 significant bits and
-//     lies in [2^-10, 2688], inside fp16's normal range). Two decoders (decode_item):
-//     decode8: an E2M1 nibble s|e1 e0|m is re-packed as the E4M3 byte s|0 0 e1 e0|m 0 0 (exactly
-//       value·2^-6), converted by cvt.rn.f16x2.e4m3x2 and multiplied by scale·64;
-//     decode8_int: the nibble's bits are placed in an fp16 (exactly value·2^-14) and multiplied
-//       by 2^14 and the scale — integer ops and fp16 multiplies only.
-//     A NaN scale gives NaN products (also for zero codes), a negative scale negative ones, as the
-//     reference does. Each decoder emits the 8 elements of a group of 8 in its own fixed order;
-//     A and B go through the same decoder, so both see the same permutation of K.
+//   * Decode is exact, to fp16, with either decoder of fp4_decode.cuh (decode_item):
+//     decode8 (an E2M1 nibble re-packed as an E4M3 byte, converted by cvt.rn.f16x2.e4m3x2) or
+//     decode8_int (integer ops and fp16 multiplies only). A and B go through the same decoder,
+//     so both see the same permutation of K.
 //   * Pipeline per stage kb: issue 4 wgmma on stage kb (async) | decode stage kb+1 | wait for
 //     wgmma(kb+2-depth) | fence.proxy.async + barrier of the 256 consumers.
 //   * Edges: rows past M or N are zero-filled by TMA or read the last valid row (cp.async kernel);
 //     results there are discarded and stores are masked. Blocks past K are zero codes with zero
 //     scales (add 0).
+//   * Epilogue: silu_mul (reference/silu.hpp) with the IEEE division, then one round to fp16.
 #pragma once
-#include <cuda.h>  // CUtensorMap and its enums (the driver function is reached via the runtime)
+#include <cuda.h>  // CUtensorMap and its enums
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
-#include "fused_wgmma.cuh"
+#include "fp4_decode.cuh"
+#include "ptx.cuh"
+#include "silu.hpp"
+#include "tensor_map.cuh"
+#include "wgmma.cuh"
 
-namespace nvfp4::gpu::fused {
+namespace nvfp4::gpu::fused::v3 {
 
 struct KernelArgs {
   const uint8_t* a;     // (L, M, K/2)
@@ -82,108 +81,8 @@ struct TileConfig {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90 is at most 227 KiB");
 };
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define NVFP4_FUSED_SM90A 1
-#endif
-
 namespace detail {
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ uint4 lds128(uint32_t a) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(a));
-  return v;
-}
-__device__ __forceinline__ uint32_t lds32(uint32_t a) {
-  uint32_t v;
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a));
-  return v;
-}
-__device__ __forceinline__ void sts128(uint32_t a, uint4 v) {
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
-               : "memory");
-}
-__device__ __forceinline__ void sts32(uint32_t a, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
-}
-// Generic-proxy shared-memory writes made visible to the async proxy (wgmma operand reads).
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// Two E4M3 bytes (the low or high 16 bits of `e`) -> fp16x2, exact.
-__device__ __forceinline__ uint32_t e4m3x2_lo_to_f16x2(uint32_t e) {
-  uint32_t d;
-  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n"
-      : "=r"(d)
-      : "r"(e));
-  return d;
-}
-__device__ __forceinline__ uint32_t e4m3x2_hi_to_f16x2(uint32_t e) {
-  uint32_t d;
-  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n"
-      : "=r"(d)
-      : "r"(e));
-  return d;
-}
-__device__ __forceinline__ uint32_t hmul2(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-// 8 packed E2M1 codes (e_i in bits 4i..4i+3 of x) times one scale -> 8 fp16 in the order
-// e0 e2 e4 e6 e1 e3 e5 e7. `s64` is the scale times 64 in both fp16 halves.
-__device__ __forceinline__ uint4 decode8(uint32_t x, uint32_t s64) {
-  // E4M3 bytes holding value*2^-6: magnitude bits 0-2 -> 2-4, sign bit 3 -> 7 (per nibble).
-  const uint32_t even = ((x << 2) & 0x1C1C1C1Cu) | ((x << 4) & 0x80808080u);  // e0 e2 e4 e6
-  const uint32_t odd = ((x >> 2) & 0x1C1C1C1Cu) | (x & 0x80808080u);          // e1 e3 e5 e7
-  uint4 r;
-  r.x = hmul2(e4m3x2_lo_to_f16x2(even), s64);
-  r.y = hmul2(e4m3x2_hi_to_f16x2(even), s64);
-  r.z = hmul2(e4m3x2_lo_to_f16x2(odd), s64);
-  r.w = hmul2(e4m3x2_hi_to_f16x2(odd), s64);
-  return r;
-}
-
-// The integer decoder (no conversion instructions): 8 packed E2M1 codes -> 8 fp16 in the order
-// e0 e4 e1 e5 e2 e6 e3 e7, times one scale `s` (fp16 in both halves). Each nibble s|e1 e0|m is
-// moved to the fp16 bits s.......|0 0 0 e1 e0|m 0..0 (sign 15, exponent bits 11-10, mantissa
-// bit 9), which encode exactly value*2^-14 (code 1 as an fp16 subnormal); one multiply by 2^14
-// and one by the scale give value*scale exactly (fp16 arithmetic keeps subnormals).
-// Word i holds elements i (low half) and i+4 (high half), whose nibbles are 16 bits apart, so one
-// shift per word serves both halves.
-__device__ __forceinline__ uint4 decode8_int(uint32_t x, uint32_t s) {
-  constexpr uint32_t kMag = 0x0E000E00u, kSign = 0x80008000u, kTwo14 = 0x74007400u;  // 2^14
-  const uint32_t w0 = ((x << 9) & kMag) | ((x << 12) & kSign);
-  const uint32_t w1 = ((x << 5) & kMag) | ((x << 8) & kSign);
-  const uint32_t w2 = ((x << 1) & kMag) | ((x << 4) & kSign);
-  const uint32_t w3 = ((x >> 3) & kMag) | (x & kSign);
-  uint4 r;
-  r.x = hmul2(hmul2(w0, kTwo14), s);
-  r.y = hmul2(hmul2(w1, kTwo14), s);
-  r.z = hmul2(hmul2(w2, kTwo14), s);
-  r.w = hmul2(hmul2(w3, kTwo14), s);
-  return r;
-}
+using namespace ptx;
 
 // Decodes one work item — 32 elements (16 packed bytes `x`) of decoded row r, half `half` of the
 // 64-element stage — into the decoded stage at `dec`. `sc4` holds the row's 4 scale bytes of the
@@ -218,79 +117,6 @@ __device__ __forceinline__ void decode_item(uint32_t dec, int r, int half, uint4
   sts128(row + (((u0 + 3) ^ sw) << 4), d3);
 }
 
-// wgmma shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 B apart
-// (stride byte offset), leading byte offset unused for this layout (set to 16 B).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
-}
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-// Ties the accumulators to the point of the wait so the compiler cannot read them earlier.
-template <int R>
-__device__ __forceinline__ void acc_fence(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-template <int N, int R>
-__device__ __forceinline__ void wgmma_wait(float (&d)[R]) {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-  acc_fence(d);
-}
-
-// mbarrier (shared::cta) and TMA helpers for the TMA kernel.
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-// Blocks until the phase with the given parity of the barrier has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-// 3-D tiled TMA load of box (c0, c1, c2) of `map` into shared memory, completing on `bar`.
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1,
-                                            int c2, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-// Barrier 1 among the `n` consumer threads (barrier 0 is __syncthreads).
-__device__ __forceinline__ void consumer_sync(int n) {
-  asm volatile("bar.sync 1, %0;\n" ::"r"(n) : "memory");
-}
-
-// The epilogue, fp32: silu(alpha1*g) * (alpha2*u), then one round to nearest even to fp16.
-__device__ __forceinline__ float silu_mul(float g, float u, float alpha1, float alpha2) {
-  const float x = alpha1 * g;
-  return x / (1.0f + expf(-x)) * (alpha2 * u);
-}
-
 // The epilogue of one warpgroup: accumulator columns [0, BN) hold G, [BN, 2BN) hold U of rows
 // [row0, row0 + 64) and columns [n0, n0 + BN) of C[l]; stores are masked to M x N.
 template <int BN, int R>
@@ -307,10 +133,10 @@ __device__ __forceinline__ void store_tile(const float (&acc)[R], const KernelAr
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int m = rbase + 8 * hh;
-      const float y0 = silu_mul(acc[4 * j + 2 * hh], acc[4 * (j + BN / 8) + 2 * hh], args.alpha1,
-                                args.alpha2);
-      const float y1 = silu_mul(acc[4 * j + 2 * hh + 1], acc[4 * (j + BN / 8) + 2 * hh + 1],
-                                args.alpha1, args.alpha2);
+      const float y0 = nvfp4::silu_mul(acc[4 * j + 2 * hh], acc[4 * (j + BN / 8) + 2 * hh],
+                                       args.alpha1, args.alpha2);
+      const float y1 = nvfp4::silu_mul(acc[4 * j + 2 * hh + 1],
+                                       acc[4 * (j + BN / 8) + 2 * hh + 1], args.alpha1, args.alpha2);
       if (m < M) {
         __half* out = args.c + (l * M + m) * int64_t(N) + n;
         if (pair_ok && n + 1 < N) {
@@ -329,7 +155,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[R], const KernelAr
 
 // grid = (ceil(N/BN), ceil(M/128), L), block = 256, dynamic shared memory TileConfig<BN>::kSmemBytes.
 template <int BN, bool kFastK>
-__global__ void __launch_bounds__(kThreads, 1) fused_dual_gemm_kernel(const KernelArgs args) {
+__global__ void __launch_bounds__(kThreads, 1) dual_gemm_kernel(const KernelArgs args) {
 #if defined(NVFP4_FUSED_SM90A)
   using Cfg = TileConfig<BN>;
   using namespace detail;
@@ -517,11 +343,10 @@ struct TmaTileConfig {
 // grid = (ceil(N/BN), ceil(M/128), L), block = 288, dynamic shared memory
 // TmaTileConfig<BN, kDepth>::kSmemBytes. Requires K % 256 == 0 (16-byte aligned scale rows).
 // kDepth decoded stages (3: up to 2 wgmma stages queued; 4: up to 3). kIntDecode: decoder choice
-// (decode_item). kProbe is for timing experiments only (0 in the product): bit 0 skips the
-// decode (the tensor cores multiply stale tiles), bit 1 skips the wgmma (decode alone).
-template <int BN, int kDepth, bool kIntDecode, int kProbe = 0>
+// (decode_item).
+template <int BN, int kDepth, bool kIntDecode>
 __global__ void __launch_bounds__(kTmaThreads, 1)
-    fused_dual_gemm_tma_kernel(const __grid_constant__ TmaMaps maps, const KernelArgs args) {
+    dual_gemm_tma_kernel(const __grid_constant__ TmaMaps maps, const KernelArgs args) {
 #if defined(NVFP4_FUSED_SM90A)
   using Cfg = TmaTileConfig<BN, kDepth>;
   using namespace detail;
@@ -584,15 +409,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const uint32_t raw = raw_base + s * Cfg::kRawBytes;
     const uint32_t dec = dec_base + (kb % kDepth) * Cfg::kDecBytes;
     mbar_wait(full_bar + 8 * s, (kb / kRawStages) & 1);
-    if constexpr ((kProbe & 1) == 0) {
 #pragma unroll
-      for (int i = 0; i < Cfg::kSlots; ++i) {
-        const int h = tid + i * kThreads;
-        if (h < Cfg::kHalves) {
-          const int r = h >> 1;
-          decode_item<kIntDecode>(dec, r, h & 1, lds128(raw + h * 16),
-                                  lds32(raw + Cfg::kRows * 32 + r * 16 + (kb % 4) * 4));
-        }
+    for (int i = 0; i < Cfg::kSlots; ++i) {
+      const int h = tid + i * kThreads;
+      if (h < Cfg::kHalves) {
+        const int r = h >> 1;
+        decode_item<kIntDecode>(dec, r, h & 1, lds128(raw + h * 16),
+                                lds32(raw + Cfg::kRows * 32 + r * 16 + (kb % 4) * 4));
       }
     }
     mbar_arrive(empty_bar + 8 * s);
@@ -611,13 +434,11 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
     const uint32_t dec = dec_base + (kb % kDepth) * Cfg::kDecBytes;
     const uint64_t desc_a = sw128_desc(dec + wg * 64 * 128);
     const uint64_t desc_b = sw128_desc(dec + kBM * 128);
-    if constexpr ((kProbe & 2) == 0) {
-      wgmma_fence();
+    wgmma_fence();
 #pragma unroll
-      for (int s = 0; s < kBK / 16; ++s)
-        Wgmma<Cfg::kWgN>::mma(acc, desc_a + 2 * s, desc_b + 2 * s);
-      wgmma_commit();
-    }
+    for (int s = 0; s < kBK / 16; ++s)
+      Wgmma<Cfg::kWgN>::mma(acc, desc_a + 2 * s, desc_b + 2 * s);
+    wgmma_commit();
     // Decoded stage (kb+1) % kDepth was last read by wgmma(kb+1-kDepth), which the wait below
     // in the previous iteration finished before its barrier.
     if (kb + 1 < nk) decode(kb + 1);
@@ -630,43 +451,6 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
 #else
   __trap();
 #endif
-}
-
-// Host side: a tiled tensor map over a (width, rows, L) array of `elem_bytes`-byte elements
-// (rows `width` elements long, batches `rows` rows apart), box (box_w, box_rows, 1), zero fill
-// out of bounds. Throws std::runtime_error with the driver's status when encoding fails. The
-// driver's cuTensorMapEncodeTiled is reached through the runtime (no -lcuda).
-inline CUtensorMap make_tensor_map(const void* ptr, int elem_bytes, int64_t width, int64_t rows,
-                                   int L, uint32_t box_w, uint32_t box_rows,
-                                   CUtensorMapSwizzle swizzle) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
-                              CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                              CUtensorMapFloatOOBfill);
-  static Encode encode = nullptr;
-  if (!encode) {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    const cudaError_t e =
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)
-      throw std::runtime_error("fused: cuTensorMapEncodeTiled is not available from the driver");
-    encode = reinterpret_cast<Encode>(fn);
-  }
-  CUtensorMap m;
-  const cuuint64_t dims[3] = {cuuint64_t(width), cuuint64_t(rows), cuuint64_t(L)};
-  const cuuint64_t strides[2] = {cuuint64_t(width * elem_bytes),
-                                 cuuint64_t(width * rows * elem_bytes)};  // bytes
-  const cuuint32_t box[3] = {box_w, box_rows, 1};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  const CUresult r =
-      encode(&m, elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, 3,
-             const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw std::runtime_error("fused: cuTensorMapEncodeTiled failed with status " +
-                             std::to_string(int(r)));
-  return m;
 }
 
 // The six tensor maps of the TMA kernel for tile width `bn` over the buffers named in `a`.
@@ -684,4 +468,4 @@ inline TmaMaps make_tma_maps(const KernelArgs& a, int L, int bn) {
   return t;
 }
 
-}  // namespace nvfp4::gpu::fused
+}  // namespace nvfp4::gpu::fused::v3
