@@ -5,8 +5,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _native
-from ._arrays import (InputError, as_numpy, batch_first, output_bits, problem_arrays,
-                      to_caller_order)
+from ._arrays import InputError, as_bytes, as_numpy, output_bits, problem_arrays, to_caller_order
 
 Inputs = namedtuple("Inputs", "a b1 b2 sfa sfb1 sfb2")
 Inputs.__doc__ = """The six inputs of one problem, in the order reference() and check() take them."""
@@ -132,7 +131,6 @@ def quantize(x):
 
 def dequantize(packed, scales):
     """Decodes NVFP4 (packed (..., K/2), scales (..., K/16)) to float64 (..., K), exactly."""
-    from ._arrays import as_bytes
     p = np.ascontiguousarray(as_bytes(packed, "packed"))
     s = np.ascontiguousarray(as_bytes(scales, "scales"))
     K = 2 * p.shape[-1]
