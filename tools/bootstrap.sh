@@ -2,6 +2,8 @@
 # bootstrap.sh — install what is missing (Debian packages, Python tools), configure and build.
 #   tools/bootstrap.sh [BUILD_DIR]      (default: build)
 # Environment: NVFP4_CUDA=AUTO|ON|OFF (default AUTO: CUDA paths are built when nvcc is found),
+#              NVFP4_PYTHON=AUTO|ON|OFF (default AUTO: the Python module nvfp4_dual is built in
+#              BUILD_DIR/python when Python's headers and nanobind are found),
 #              NVFP4_JOBS (default: number of cores).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +12,7 @@ cd "$here"
 
 need_pkgs=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev clang libclang-rt-14-dev python3-pip; do
+for p in cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev clang libclang-rt-14-dev python3-pip python3-dev; do
   have_pkg "$p" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -35,11 +37,14 @@ if ! python3 -c 'import junitparser' 2>/dev/null; then
   echo "bootstrap: installing junitparser (pip; the JUnit consumer test)"
   python3 -m pip install -q junitparser || echo "bootstrap: pip failed; the JUnit consumer test will SKIP" >&2
 fi
-# Python is only for tools around the product (golden data, the reference speed comparison).
-if ! python3 -c 'import numpy, ml_dtypes' 2>/dev/null; then
-  echo "bootstrap: installing numpy and ml_dtypes (pip)"
-  python3 -m pip install -q numpy ml_dtypes matplotlib || echo "bootstrap: pip failed; Python tools will be unavailable" >&2
+# Python: the tools around the product (golden data, the reference speed comparison) and the
+# Python module nvfp4_dual (nanobind to build it, pytest for tests/python).
+if ! python3 -c 'import numpy, ml_dtypes, nanobind, pytest' 2>/dev/null; then
+  echo "bootstrap: installing numpy, ml_dtypes, nanobind and pytest (pip)"
+  python3 -m pip install -q numpy ml_dtypes matplotlib nanobind pytest ||
+    echo "bootstrap: pip failed; the Python module and tools will be unavailable" >&2
 fi
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNVFP4_CUDA="${NVFP4_CUDA:-AUTO}" >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNVFP4_CUDA="${NVFP4_CUDA:-AUTO}" \
+  -DNVFP4_PYTHON="${NVFP4_PYTHON:-AUTO}" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build "$build" -j "${NVFP4_JOBS:-$(nproc)}"

@@ -1,0 +1,114 @@
+"""Bringing caller arrays into the library's order: numpy arrays, and anything numpy can read
+through DLPack or ``__array__`` (torch tensors among them; torch is never imported here).
+
+The library is batch-first and C-contiguous (docs/design.md §1): A (L, M, K/2), B1/B2 (L, N, K/2),
+SFA (L, M, K/16), SFB1/SFB2 (L, N, K/16) uint8; C (L, M, N) fp16. A 2-D array means L = 1; with
+``batch_last`` a 3-D array is (rows, cols, L), as GPU MODE passes them. Bringing GPU MODE's views
+to batch-first costs no copy: their memory is batch-first already.
+"""
+import sys
+
+import numpy as np
+
+from ._native import InputError
+
+
+def as_numpy(x):
+    """`x` as a numpy array, without a copy where the producer allows it."""
+    if isinstance(x, np.ndarray):
+        return x
+    torch = sys.modules.get("torch")  # only when the caller has imported it
+    if torch is not None and isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.device.type != "cpu":
+            x = x.cpu()
+        # float4_e2m1fn_x2 and float8_e4m3fn have no numpy dtype: hand over their bytes.
+        if x.element_size() == 1 and x.dtype not in (torch.uint8, torch.int8, torch.bool):
+            x = x.view(torch.uint8)
+        return np.from_dlpack(x)
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    return np.asarray(x)
+
+
+def as_bytes(x, name):
+    """Raw bytes (packed E2M1 or E4M3 scales) of any one-byte dtype, as uint8."""
+    a = as_numpy(x)
+    if a.dtype.itemsize != 1 or a.dtype == np.bool_:
+        raise InputError(f"{name}: dtype {a.dtype}, expected uint8 (the raw bytes; "
+                         "from torch: t.view(torch.uint8))")
+    return a.view(np.uint8)
+
+
+def as_fp16_bits(x, name="c"):
+    """An fp16 output as its uint16 bit patterns (float16 or uint16 accepted)."""
+    a = as_numpy(x)
+    if a.dtype == np.float16:
+        return a.view(np.uint16)
+    if a.dtype == np.uint16:
+        return a
+    raise InputError(f"{name}: dtype {a.dtype}, expected float16 (the kernel's fp16 output)")
+
+
+def batch_first(a, name, batch_last):
+    """(rows, cols) -> (1, rows, cols); (L, rows, cols) kept, or (rows, cols, L) moved; contiguous."""
+    if a.ndim == 2:
+        a = a[None]
+    elif a.ndim == 3:
+        if batch_last:
+            a = np.moveaxis(a, 2, 0)
+    else:
+        order = "(rows, cols, L)" if batch_last else "(L, rows, cols)"
+        raise InputError(f"{name}: shape {a.shape} has {a.ndim} dimension(s); expected (rows, cols) or {order}")
+    if 0 in a.shape:
+        raise InputError(f"{name}: shape {a.shape} has an empty dimension")
+    return np.ascontiguousarray(a)
+
+
+def to_caller_order(x, two_d, batch_last):
+    """(L, M, N) -> the order the caller's inputs had: (M, N) when they were 2-D, (M, N, L) batch-last."""
+    if two_d:
+        return x[0]
+    return np.moveaxis(x, 0, 2) if batch_last else x
+
+
+def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
+    """The six inputs batch-first and checked against each other (the checks of a case directory,
+    naming the argument that disagrees). Returns (arrays, (L, M, N, K), two_d)."""
+    names = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
+    raw = [as_bytes(x, n) for x, n in zip((a, b1, b2, sfa, sfb1, sfb2), names)]
+    two_d = raw[0].ndim == 2
+    A, B1, B2, SA, SB1, SB2 = (batch_first(x, n, batch_last) for x, n in zip(raw, names))
+    L, M, K = A.shape[0], A.shape[1], 2 * A.shape[2]
+    N = B1.shape[1]
+    ks = f"K = {K} (from a, {A.shape[2]} bytes per row)"
+    if K % 16:
+        raise InputError(f"a: {ks} is not a multiple of 16 (one E4M3 scale per 16 elements)")
+    for x, n in zip((B1, B2, SA, SB1, SB2), names[1:]):
+        if x.shape[0] != L:
+            hint = " (batch-last order)" if batch_last else " (batch-first order; pass batch_last=True for (rows, cols, L))"
+            raise InputError(f"{n}: L = {x.shape[0]} but a has L = {L}{hint}")
+    for x, n in ((B1, "b1"), (B2, "b2")):
+        if x.shape[2] != A.shape[2]:
+            raise InputError(f"{n}: {x.shape[2]} bytes per row (K = {2 * x.shape[2]}), but {ks}")
+    if B2.shape[1] != N:
+        raise InputError(f"b2: N = {B2.shape[1]} rows, but b1 has N = {N}")
+    for x, n, rows, src in ((SA, "sfa", M, "a"), (SB1, "sfb1", N, "b1"), (SB2, "sfb2", N, "b1")):
+        if x.shape[1] != rows:
+            raise InputError(f"{n}: {x.shape[1]} rows, but {src} has {rows}")
+        if x.shape[2] != K // 16:
+            raise InputError(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}")
+    return (A, B1, B2, SA, SB1, SB2), (L, M, N, K), two_d
+
+
+def output_bits(c, shape, batch_last):
+    """The output as (L, M, N) uint16, checked against the problem's shape."""
+    L, M, N, _ = shape
+    bits = as_fp16_bits(c)
+    ok = (L == 1 and bits.shape == (M, N)) or bits.shape == ((M, N, L) if batch_last else (L, M, N))
+    if not ok:
+        want = (M, N, L) if batch_last else (L, M, N)
+        alt = f" or {(M, N)}" if L == 1 else ""
+        raise InputError(f"c: shape {bits.shape} does not match the problem: expected {want}{alt}"
+                         + (" (batch-last)" if batch_last else ""))
+    return batch_first(bits, "c", batch_last)

@@ -1,0 +1,25 @@
+# run_consumer.cmake — the body of ctest package_consumer (see CMakeLists.txt here).
+# cmake -DBUILD_DIR=... -DWORK_DIR=... -DCONSUMER_DIR=... -DCXX_COMPILER=... -P run_consumer.cmake
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${what}:\n${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "package_consumer: ${what} failed (${rc})")
+  endif()
+endfunction()
+
+step("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f lib/cmake/nvfp4_dual/nvfp4_dualConfig.cmake lib/cmake/nvfp4_dual/nvfp4_dualConfigVersion.cmake
+          include/nvfp4_dual/reference.hpp include/nvfp4_dual/check_report.hpp include/nvfp4_dual/json.hpp
+          lib/libnvfp4_reference.a lib/libnvfp4_check.a bin/harness)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "package_consumer: the install lacks ${f}")
+  endif()
+endforeach()
+step("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
+     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${prefix})
+step("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+step("run the consumer" ${WORK_DIR}/build/consumer)
