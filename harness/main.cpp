@@ -7,8 +7,9 @@
 //        SKIP_RETURN_CODE work unchanged
 // Modes: --verify all | COMBO[,COMBO...], --bisect COMBO, --inputs DIR (--check / --save-output),
 // --bench COMBO[,...] (bench.hpp), --list, --report-html REPORT.json (render reports: junit.hpp,
-// html_report.hpp), --merge A.json B.json ... (reports of --shard I/N runs: shard.hpp, merge.hpp). `harness --child-trial SPEC` is the hidden entry point
-// of trial children (trial.hpp); it is handled before option parsing.
+// html_report.hpp), --merge A.json B.json ... (the reports of --shard I/N runs: shard.hpp,
+// merge.hpp). `harness --child-trial SPEC` is the hidden entry point of trial children
+// (trial.hpp); it is handled before option parsing.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -383,6 +384,7 @@ int run(int argc, char** argv) {
     if (!check.empty() && path_mode)
       throw InputError("--check compares an outside output; to run a path on the case use --verify COMBO without --check");
     if (!path_mode) {
+      if (vm.count("shard")) throw InputError("--shard splits a --verify run by case; not with --check/--save-output");
       int code = 0;
       if (!check.empty()) {
         const CheckResult r = check_output_file(c, check);

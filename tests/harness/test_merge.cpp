@@ -72,13 +72,15 @@ int count(const std::string& text, const std::string& what) {
 
 TEST_CASE("merge: the shards of a passing run give the unsharded summary, counts, trials and exit code") {
   const std::string dir = harness_cli::temp_dir();
-  const auto full = run_shards(dir, kRun, 3);
+  // With a degenerate case (1x1x16 gpumode: its one output is zero), whose line the summary carries.
+  const auto full = run_shards(dir, "--verify all --backend cpu --shape 1x1x16,7x13x48,33x65x160 --dist normal,gpumode", 3);
   REQUIRE(full.rc == 0);
   const auto m = harness_cli::run("--merge" + shard_files(dir, 3) + " --json " + dir + "/m.json --junit " + dir +
                                   "/m.xml --html " + dir + "/m.html");
   CHECK(m.rc == 0);
   CHECK(has(m.out, "Summary (24 trials, "));
   CHECK(summary_block(m.out) == summary_block(full.out));
+  CHECK(has(summary_block(m.out), "  DEGENERATE case 1x1x16 gpumode seed 7: "));
   CHECK(has(summary_block(m.out), "result: 24 PASS -> exit 0"));
   const JsonValue merged = read_json_file(dir + "/m.json"), unsharded = read_json_file(dir + "/full.json");
   CHECK(merged.at("summary").text() == unsharded.at("summary").text());
