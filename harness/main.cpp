@@ -7,13 +7,16 @@
 //        SKIP_RETURN_CODE work unchanged
 // Modes: --verify all | COMBO[,COMBO...], --bisect COMBO, --inputs DIR (--check / --save-output),
 // --bench COMBO[,...] (bench.hpp), --list, --report-html REPORT.json (render reports: junit.hpp,
-// html_report.hpp). `harness --child-trial SPEC` is the hidden entry point of trial children
+// html_report.hpp), --merge A.json B.json ... (the reports of --shard I/N runs: shard.hpp,
+// merge.hpp). `harness --child-trial SPEC` is the hidden entry point of trial children
 // (trial.hpp); it is handled before option parsing. Bad usage and bad input are refused before any
 // work by cli_checks.hpp (tokens, values, paths, memory), in one line.
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <sys/stat.h>
@@ -28,8 +31,10 @@
 #include "json_read.hpp"
 #include "junit.hpp"
 #include "lattice.hpp"
+#include "merge.hpp"
 #include "registry.hpp"
 #include "report.hpp"
+#include "shard.hpp"
 #include "suite.hpp"
 #include "trial.hpp"
 #include "user_file.hpp"
@@ -117,14 +122,16 @@ void write_file(const std::string& path, Write write) {
 }
 
 // --json, --junit, --html of a run: all from the one JSON report, parsed back, so that rendering
-// a run and rendering a report file (--report-html) are the same code.
+// a run and rendering a report file (--report-html) are the same code. A shard run's report
+// carries its shard record (merge.hpp).
 void write_reports(const po::variables_map& vm, const Session& session, const std::string& mode,
-                   const std::string& command, int code) {
-  std::ostringstream json;
-  write_json(json, session, mode, command, code);
-  if (vm.count("json")) write_file(vm["json"].as<std::string>(), [&](std::ostream& f) { f << json.str(); });
+                   const std::string& command, int code, const ShardRecord* shard = nullptr) {
+  std::ostringstream out;
+  write_json(out, session, mode, command, code);
+  const std::string json = shard ? add_shard_record(out.str(), *shard) : out.str();
+  if (vm.count("json")) write_file(vm["json"].as<std::string>(), [&](std::ostream& f) { f << json; });
   if (!vm.count("junit") && !vm.count("html")) return;
-  const JsonValue report = JsonValue::parse(json.str());
+  const JsonValue report = JsonValue::parse(json);
   if (vm.count("junit")) write_file(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, report); });
   if (vm.count("html"))
     write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, {report}, {"this run"}); });
@@ -147,6 +154,26 @@ int render_reports(const po::variables_map& vm) {
   }
   if (vm.count("html")) write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, reports, paths); });
   return 0;
+}
+
+// --merge A.json B.json ...: the shard reports of one --verify run as one summary, one exit code
+// and (--json/--junit/--html) one report; runs nothing.
+int merge_mode(const po::variables_map& vm, const std::string& command) {
+  for (const char* mode : {"verify", "bisect", "bench", "inputs", "list", "report-html", "shard"})
+    if (vm.count(mode)) throw InputError(std::string("--merge combines reports already written; not with --") + mode);
+  cli::check_paths(vm);
+  const auto paths = vm["merge"].as<std::vector<std::string>>();
+  std::vector<JsonValue> reports;
+  for (const auto& p : paths) reports.push_back(read_json_file(p));
+  const MergedReport m = merge_reports(reports, paths, command);
+  std::cout << "merge: " << paths.size() << " shard report" << (paths.size() == 1 ? "" : "s") << " of --verify "
+            << m.report.at("shard").at("verify").str() << "\n";
+  print_report_summary(std::cout, m.report);
+  if (vm.count("json")) write_file(vm["json"].as<std::string>(), [&](std::ostream& f) { f << m.json; });
+  if (vm.count("junit")) write_file(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, m.report); });
+  if (vm.count("html"))
+    write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, {m.report}, {"merged shards"}); });
+  return m.exit_code;
 }
 
 void print_case_check(std::ostream& os, const CheckResult& r, const std::string& file) {
@@ -179,13 +206,19 @@ int run(int argc, char** argv) {
        "also write one self-contained HTML page to FILE (lattice grid, ULP histograms, stage times; "
        "with --bench: the bench chart, needs --bench-json)")
       ("report-html", po::value<std::vector<std::string>>()->composing(),
-       "render REPORT.json (repeatable: verify and --bench-json reports) with --html OUT and/or --junit OUT; runs nothing");
+       "render REPORT.json (repeatable: verify and --bench-json reports) with --html OUT and/or --junit OUT; runs nothing")
+      ("merge", po::value<std::vector<std::string>>()->multitoken()->composing(),
+       "combine the --json reports of the shards of one --verify run (A.json B.json ...) into one summary and "
+       "exit code (and --json/--junit/--html OUT); runs nothing");
   po::options_description suite("Suite narrowing (each replaces that dimension of the suite)");
   suite.add_options()
       ("shape", po::value<std::vector<std::string>>()->composing(), "MxNxK[xL][,...] (repeatable)")
       ("dist", po::value<std::vector<std::string>>()->composing(), "distribution name[,...] (repeatable)")
       ("seed", po::value<uint64_t>(), "seed for every case")
-      ("alpha", po::value<std::string>(), "A1,A2: the global scales alpha1, alpha2 of every case (also with --inputs)");
+      ("alpha", po::value<std::string>(), "A1,A2: the global scales alpha1, alpha2 of every case (also with --inputs)")
+      ("shard", po::value<std::string>(),
+       "I/N: run shard I (0-based) of N: every combination on its part of the cases (shard.hpp); default: "
+       "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set");
   po::options_description trial("Trials");
   trial.add_options()
       ("warmup", po::value<int>()->default_value(d.warmup), "eager calls in stage warmup")
@@ -237,6 +270,15 @@ int run(int argc, char** argv) {
   }
   // Everything the user wrote is checked before any work (cli_checks.hpp); refusals exit 2.
   cli::check_tokens(parsed);
+  // As GoogleTest does: tell the runner (Bazel) that this program understands the sharding variables.
+  if (const char* status = std::getenv("GTEST_SHARD_STATUS_FILE"); status && *status)
+    write_text_file(status, "");
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  if (vm.count("merge")) return merge_mode(vm, command);
+  for (const char* mode : {"report-html", "bench", "list", "bisect"})
+    if (vm.count("shard") && vm.count(mode))
+      throw InputError(std::string("--shard splits a --verify run by case; not with --") + mode);
   if (vm.count("report-html")) return render_reports(vm);
   if (vm.count("bench")) {
     if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
@@ -248,9 +290,6 @@ int run(int argc, char** argv) {
     }
     return rc;
   }
-
-  std::string command;
-  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
 
   cli::check_values(vm);
   cli::check_paths(vm);
@@ -347,6 +386,7 @@ int run(int argc, char** argv) {
       throw InputError("--inputs needs --check FILE, --save-output FILE, a c.npy in the directory, or --verify COMBO");
     const Problem p = c.make();  // reads the data (the headers were checked above)
     if (!path_mode) {
+      if (vm.count("shard")) throw InputError("--shard splits a --verify run by case; not with --check/--save-output");
       int code = 0;
       if (!check.empty()) {
         const CheckResult r = check_output_file(c, check);
@@ -362,9 +402,32 @@ int run(int argc, char** argv) {
     }
     dir_cases.push_back(c);
   }
-  auto cases_for = [&](const std::string& backend) {
+  // A --verify run is split by case when --shard (or the GTEST variables) name a shard; a bisect
+  // needs every case and ignores the variables.
+  std::optional<ShardSpec> shard;
+  if (vm.count("shard")) shard = parse_shard(vm["shard"].as<std::string>());
+  else if (!bisecting) shard = shard_from_env(std::getenv("GTEST_SHARD_INDEX"), std::getenv("GTEST_TOTAL_SHARDS"));
+  auto suite_for = [&](const std::string& backend) {
     return dir_cases.empty() ? narrow_suite(default_suite(backend), filter) : dir_cases;
   };
+  auto cases_for = [&](const std::string& backend) {
+    return shard ? shard_cases(suite_for(backend), *shard) : suite_for(backend);
+  };
+  ShardRecord record;
+  if (shard) {
+    record.shard = *shard;
+    record.verify = verify ? vm["verify"].as<std::string>() : "plain";
+    std::cout << "shard " << shard->str() << " (by case):";
+    for (const auto& b : backends) {
+      ShardRecord::Backend rb{b, {}, {}};
+      for (const auto& c : suite_for(b)) rb.suite.push_back(c.name());
+      for (const auto& c : cases_for(b)) rb.owned.push_back(c.name());
+      std::cout << (record.backends.empty() ? " " : ", ") << b << " " << rb.owned.size() << " of "
+                << rb.suite.size() << " cases";
+      record.backends.push_back(rb);
+    }
+    std::cout << "\n";
+  }
 
   if (!verify && !bisecting && dir_cases.empty()) {
     std::cerr << "harness: nothing to do (give --verify, --bisect, --inputs, --bench or --list)\n\n" << all << "\n";
@@ -422,7 +485,7 @@ int run(int argc, char** argv) {
     code = exit_code_for(session.results());
   }
   print_summary(std::cout, session, code, !bisecting);
-  write_reports(vm, session, mode, command, code);
+  write_reports(vm, session, mode, command, code, shard ? &record : nullptr);
   return code;
 }
 
