@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "compare.hpp"
-#include "plan.hpp"
 #include "problem.hpp"
 #include "reference.hpp"
 

@@ -28,12 +28,6 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
-// Which inputs change between calls (fresh inputs, docs/design.md §3): an engine rewrites the
-// activations (A, SFA) for every call while the weights stay; `All` also rewrites B1, B2, SFB1,
-// SFB2 and the global scales alpha1, alpha2.
-enum class InputSet { Activations, All };
-const char* input_set_name(InputSet s);  // "activations", "all"
-
 struct PlanOptions {
   // Directory for the on-disk autotune cache; empty keeps the cache in the process only.
   std::string tune_cache_dir;

@@ -20,10 +20,6 @@ const char* stage_name(Stage s) {
   return "?";
 }
 
-const char* input_set_name(InputSet s) {
-  return s == InputSet::All ? "all" : "activations";
-}
-
 double Plan::seconds_per_call(int iters) {
   if (iters < 1) iters = 1;
   synchronize();

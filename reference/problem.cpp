@@ -8,6 +8,11 @@
 
 namespace nvfp4 {
 
+const char* input_set_name(InputSet s) {
+  return s == InputSet::All ? "all" : "activations";
+}
+
+
 std::string Shape::str() const {
   std::ostringstream os;
   os << M << 'x' << N << 'x' << K;

@@ -36,6 +36,12 @@ struct Shape {
   bool operator!=(const Shape& o) const { return !(*this == o); }
 };
 
+// Which inputs change between calls (fresh inputs, docs/design.md §3): an engine rewrites the
+// activations (A, SFA) for every call while the weights stay; `All` also rewrites B1, B2, SFB1,
+// SFB2 and the global scales alpha1, alpha2.
+enum class InputSet { Activations, All };
+const char* input_set_name(InputSet s);  // "activations", "all"
+
 struct Problem {
   Shape shape;
   std::vector<uint8_t> a, b1, b2;        // packed E2M1

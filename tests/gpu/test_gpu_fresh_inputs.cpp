@@ -1,4 +1,4 @@
-// test_fresh_inputs.cpp — Plan::set_inputs on every GPU combination (plain, graph, autotune,
+// test_gpu_fresh_inputs.cpp — Plan::set_inputs on every GPU combination (plain, graph, autotune,
 // autotune+graph, fused and their combinations): one plan, built on problem P0, runs calls on
 // P0, then on P1 (new activations: InputSet::Activations), then on P2 (everything new, other
 // alphas: InputSet::All), then on P0 again (All); every call's output, poisoned first, must pass
