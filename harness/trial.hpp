@@ -10,7 +10,9 @@
 // when the combination adds it), run (R checked calls), teardown (the plan is destroyed).
 // Fresh inputs (cases.hpp): the plan is built, tuned, warmed up and captured on input set R; before
 // checked call i (1-based) the child writes input set i-1 into the plan (Plan::set_inputs, the
-// activations or, with --fresh all, every input) and poisons the output with kPoisonBits; every
+// activations or, with --fresh all, every input) and poisons the output with kPoisonBits (all
+// calls but the last when R > 1: the last starts from the previous output, which catches a path
+// that computes only when it sees the poison); every
 // call's output is written to a file in the trial's private directory and checked by the parent
 // against the exact reference of ITS OWN input set. A failing call whose output passes against
 // another set's reference is named as such: stale inputs or a cached result.
