@@ -2,7 +2,8 @@
 # gpu_run.sh — THE script run on the GPU machine: GPU tests, compute-sanitizer, `harness --verify
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
-#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify bench (default: all four)
+#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify bench benchbase (default: the
+#                                   first four; benchbase times $dist/harness-base the same way)
 #
 # Environment:
 #   NVFP4_DIST   folder with the executables (default: build-gpu-dist, made by tools/gpu_dist.sh
@@ -86,7 +87,7 @@ for phase in "${phases[@]}"; do
       ;;
     verify)
       what=${NVFP4_VERIFY:-all}
-      step "harness --backend gpu --verify $what" 420 "$out/verify.log" \
+      step "harness --backend gpu --verify $what" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify.log" \
         "$dist/harness" --backend gpu --verify "$what" --json "$out/verify.json"
       ;;
     bench)
@@ -96,6 +97,15 @@ for phase in "${phases[@]}"; do
       fi
       step "harness --bench $combos" 300 "$out/bench.log" \
         "$dist/harness" --bench "$combos" --bench-json "$out/bench.json"
+      ;;
+    benchbase)
+      # The same bench with a baseline harness carried as $dist/harness-base (e.g. the commit before
+      # a refactor), in the same call: before/after figures from one machine state.
+      if [ -x "$dist/harness-base" ]; then
+        combos=${NVFP4_BENCH:-plain,graph,autotune+graph,fused,fused+graph,autotune+fused+graph}
+        step "harness-base --bench $combos" 300 "$out/bench-base.log" \
+          "$dist/harness-base" --bench "$combos" --bench-json "$out/bench-base.json"
+      fi
       ;;
     *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
@@ -111,11 +121,13 @@ done
     echo "--- verify (tail)"
     tail -n 25 "$out/verify.log"
   fi
-  if [ -f "$out/bench.log" ]; then
-    echo
-    echo "--- bench summary"
-    sed -n '/^Summary/,$p' "$out/bench.log"
-  fi
+  for b in bench bench-base; do
+    if [ -f "$out/$b.log" ]; then
+      echo
+      echo "--- $b summary"
+      sed -n '/^Summary/,$p' "$out/$b.log"
+    fi
+  done
   if [ -f "$out/sanitize.log" ]; then
     echo
     echo "--- sanitizer error summaries"
