@@ -5,10 +5,10 @@
 // alone). Whether GPU MODE's rule (|x-ref| <= 1e-3 + 1e-3|ref|) also caught it is recorded in the
 // test's output; tools/kill_matrix.py prints the whole table.
 //
-// Bugs that only fresh inputs per call can expose (a cached result, ignored new inputs, a path
-// that computes only into a poisoned output) and those that need suite cases with alpha != 1 are
-// marked should_fail: the harness does not catch them yet, and these cases turn red — remove
-// should_fail then — once trials give every call new inputs and the suite covers alpha.
+// Bugs that only fresh inputs per call expose (a cached result, ignored new inputs, a path that
+// computes only into a poisoned output) are caught because every checked call gets its own input
+// set and the last one starts from the previous output (harness/trial.cpp); alpha-ignored because
+// the suite has cases with alpha != 1.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -88,9 +88,9 @@ TEST_CASE("nan-scale-as-number") {
 TEST_CASE("ragged-unwritten") { expect_caught("ragged-unwritten", "bound"); }
 TEST_CASE("nondeterministic") { expect_caught("nondeterministic", "bound"); }
 
-// Not caught before trials give every call fresh inputs and the suite has alpha != 1 cases.
-TEST_CASE("alpha-ignored" * doctest::should_fail()) { expect_caught("alpha-ignored", "bound"); }
-TEST_CASE("cached-result" * doctest::should_fail()) { expect_caught("cached-result", "bound"); }
-TEST_CASE("ignores-inputs" * doctest::should_fail()) { expect_caught("ignores-inputs", "bound"); }
-TEST_CASE("poison-only" * doctest::should_fail()) { expect_caught("poison-only", "bound"); }
+// Caught by fresh inputs on every call and by the suite's alpha != 1 cases.
+TEST_CASE("alpha-ignored") { expect_caught("alpha-ignored", "bound"); }
+TEST_CASE("cached-result") { expect_caught("cached-result", "bound"); }
+TEST_CASE("ignores-inputs") { expect_caught("ignores-inputs", "bound"); }
+TEST_CASE("poison-only") { expect_caught("poison-only", "bound"); }
 }
