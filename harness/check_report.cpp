@@ -1,11 +1,13 @@
 // check_report.cpp — checking an output made elsewhere, and its report (see check_report.hpp).
 //
-// write_comparison_text and write_comparison_json render a Comparison exactly as report.cpp's
-// print_comparison and its trial "metrics" do (tests/python/test_cli_parity.py compares this
+// write_comparison_text and write_comparison_json render a Comparison: the one rendering used by
+// report.cpp for trials and by the outside-output check (tests/python/test_cli_parity.py compares this
 // text with the CLI's, byte for byte, on a passing and a failing output).
 #include "check_report.hpp"
 
 #include <cstdio>
+
+#include <cmath>
 
 #include "formats.hpp"
 
@@ -32,6 +34,11 @@ std::string value16(uint16_t b) {
 
 std::string where(const ElementReport& e) {
   return "(" + std::to_string(e.l) + "," + std::to_string(e.m) + "," + std::to_string(e.n) + ")";
+}
+
+// The statistical gate's margin: > 1 passes, "inf" when (almost) every element rounds correctly.
+std::string stat_margin_text(double m) {
+  return std::isfinite(m) ? fmt("%.3g", m) : std::string("inf");
 }
 
 }  // namespace
@@ -75,8 +82,17 @@ void write_comparison_text(std::ostream& os, const Comparison& c, const std::str
        << fmt("%.6g", e.exact) << ", reference " << value16(e.ref) << ", error " << fmt("%.4g", e.err)
        << " > bound " << fmt("%.4g", e.bound) << "\n";
   for (const auto& e : c.first_poisoned)
-    os << in << "  unwritten " << where(e) << " call " << e.call << " (still holds the poison "
-       << hex16(kPoisonBits) << "; exact " << fmt("%.6g", e.exact) << ")\n";
+    os << in << "  unwritten " << where(e) << " call " << e.call << " (still holds the poison " << hex16(kPoisonBits)
+       << "; exact " << fmt("%.6g", e.exact) << ")\n";
+  os << in << "statistical gate: " << (c.stat_pass() ? "pass" : "FAIL") << ", " << c.unexplained
+     << " of " << c.stat_elements << " elements unexplained by fp32 accumulation (limit "
+     << c.unexplained_limit << "), margin " << stat_margin_text(c.stat_margin) << " (worst element "
+     << stat_margin_text(c.element_margin) << ")\n";
+  if (!c.stat_pass()) os << in << "  " << c.stat_message() << "\n";
+  for (const auto& e : c.unexplained_at)
+    os << in << "  unexplained " << where(e) << " call " << e.call << ": got " << value16(e.got) << ", exact "
+       << fmt("%.6g", e.exact) << ", error " << fmt("%.4g", e.err) << " > " << fmt("%.4g", e.bound)
+       << " (half an fp16 ulp + lambda*tau + epilogue)\n";
   os << in << "attribution: " << c.attribution_detail << "\n";
   os << in << "GPU MODE check (|x-ref| <= 1e-3 + 1e-3*|ref|): " << (c.gpumode_pass() ? "pass" : "FAIL")
      << " (" << c.gpumode_mismatch << " mismatches)\n";
@@ -117,6 +133,21 @@ void write_comparison_json(JsonWriter& j, const Comparison& c) {
     j.key("g_out_of_bound").value(c.g_out_of_bound);
     j.key("u_out_of_bound").value(c.u_out_of_bound);
   }
+  j.key("criterion").value(c.criterion());
+  j.key("statistic").begin_object();
+  j.key("pass").value(c.stat_pass()).key("elements").value(c.stat_elements);
+  j.key("unexplained").value(c.unexplained).key("limit").value(c.unexplained_limit);
+  j.key("unexplained_one_ulp").value(c.unexplained_one_ulp);
+  // null when at most `limit` elements are off at all (an infinite margin)
+  j.key("margin").value(c.stat_margin);
+  j.key("element_margin").value(c.element_margin);  // lambda / largest z; null: all correctly rounded
+  j.key("excess_factor").value(c.excess_factor);
+  j.key("lambda").value(Statistic::kLambda).key("false_alarm").value(Statistic::kFalseAlarm);
+  j.key("message").value(c.stat_message());
+  j.key("unexplained_at").begin_array();
+  for (const auto& e : c.unexplained_at) element(e);
+  j.end_array();
+  j.end_object();
   j.key("gpumode_check").begin_object();
   j.key("pass").value(c.gpumode_pass()).key("mismatches").value(c.gpumode_mismatch);
   j.key("rule").value("|x-ref| <= 1e-3 + 1e-3*|ref|, NaN/+inf/-inf must match");

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "check_report.hpp"
 #include "formats.hpp"
 #include "json.hpp"
 #include "lattice.hpp"
@@ -21,20 +22,8 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string hex16(uint16_t b) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%04X", b);
-  return buf;
-}
 
-std::string value16(uint16_t b) {
-  if (b == kPoisonBits) return "poison(" + hex16(b) + ")";
-  return fmt("%.6g", fp16_to_double(b)) + " (" + hex16(b) + ")";
-}
 
-std::string where(const ElementReport& e) {
-  return "(" + std::to_string(e.l) + "," + std::to_string(e.m) + "," + std::to_string(e.n) + ")";
-}
 
 // An option whose value differs from the default, as it is written on the command line.
 void add_if(std::string& cmd, bool differs, const std::string& flag, const std::string& value) {
@@ -134,37 +123,7 @@ std::string trial_summary(const TrialResult& r) {
 }
 
 void print_comparison(std::ostream& os, const Comparison& c, const std::string& in) {
-  os << in << "elements " << c.elements << ", over tolerance " << c.over_tolerance
-     << " (NaN mismatch " << c.nan_mismatch << ", inf mismatch " << c.inf_mismatch << ", unwritten "
-     << c.poisoned << ")\n";
-  os << in << "max abs error " << fmt("%.4g", c.max_abs);
-  if (c.max_abs > 0) os << " at " << where(c.max_abs_at);
-  os << ", max rel error " << fmt("%.4g", c.max_rel);
-  if (c.max_rel > 0) os << " at " << where(c.max_rel_at);
-  os << ", max " << c.max_ulp << " ulp\n";
-  os << in << "ulp histogram:";
-  for (int b = 0; b < kUlpBuckets; ++b)
-    if (c.ulp_hist[b]) os << " [" << ulp_bucket_label(b) << "] " << c.ulp_hist[b];
-  os << "\n";
-  for (const auto& e : c.worst)
-    os << in << "  worst " << where(e) << " call " << e.call << ": got " << value16(e.got) << ", exact "
-       << fmt("%.6g", e.exact) << ", reference " << value16(e.ref) << ", error " << fmt("%.4g", e.err)
-       << " > bound " << fmt("%.4g", e.bound) << "\n";
-  for (const auto& e : c.first_poisoned)
-    os << in << "  unwritten " << where(e) << " call " << e.call << " (still holds the poison " << hex16(kPoisonBits)
-       << "; exact " << fmt("%.6g", e.exact) << ")\n";
-  os << in << "statistical gate: " << (c.stat_pass() ? "pass" : "FAIL") << ", " << c.unexplained
-     << " of " << c.stat_elements << " elements unexplained by fp32 accumulation (limit "
-     << c.unexplained_limit << "), margin " << stat_margin_text(c.stat_margin) << " (worst element "
-     << stat_margin_text(c.element_margin) << ")\n";
-  if (!c.stat_pass()) os << in << "  " << c.stat_message() << "\n";
-  for (const auto& e : c.unexplained_at)
-    os << in << "  unexplained " << where(e) << " call " << e.call << ": got " << value16(e.got) << ", exact "
-       << fmt("%.6g", e.exact) << ", error " << fmt("%.4g", e.err) << " > " << fmt("%.4g", e.bound)
-       << " (half an fp16 ulp + lambda*tau + epilogue)\n";
-  os << in << "attribution: " << c.attribution_detail << "\n";
-  os << in << "GPU MODE check (|x-ref| <= 1e-3 + 1e-3*|ref|): " << (c.gpumode_pass() ? "pass" : "FAIL")
-     << " (" << c.gpumode_mismatch << " mismatches)\n";
+  write_comparison_text(os, c, in);  // one rendering for trials and outside outputs (check_report.hpp)
 }
 
 void print_trial_details(std::ostream& os, const TrialResult& r, const std::string& program) {
@@ -274,62 +233,6 @@ void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_
 
 namespace {
 
-void json_comparison(JsonWriter& j, const Comparison& c) {
-  auto element = [&](const ElementReport& e) {
-    j.begin_object();
-    j.key("l").value(e.l).key("m").value(e.m).key("n").value(e.n);
-    j.key("got").value(hex16(e.got)).key("reference").value(hex16(e.ref));
-    j.key("got_value").value(e.got == kPoisonBits ? std::string("poison") : fmt("%.9g", fp16_to_double(e.got)));
-    j.key("exact").value(e.exact).key("error").value(e.err).key("bound").value(e.bound);
-    j.key("call").value(e.call);
-    j.end_object();
-  };
-  j.begin_object();
-  j.key("elements").value(c.elements);
-  j.key("over_tolerance").value(c.over_tolerance);
-  j.key("nan_mismatch").value(c.nan_mismatch);
-  j.key("inf_mismatch").value(c.inf_mismatch);
-  j.key("unwritten").value(c.poisoned);
-  j.key("max_abs").value(c.max_abs);
-  j.key("max_rel").value(c.max_rel);
-  j.key("max_ulp").value(int64_t(c.max_ulp));
-  j.key("ulp_histogram").begin_object();
-  for (int b = 0; b < kUlpBuckets; ++b)
-    if (c.ulp_hist[b]) j.key(ulp_bucket_label(b)).value(c.ulp_hist[b]);
-  j.end_object();
-  j.key("worst").begin_array();
-  for (const auto& e : c.worst) element(e);
-  j.end_array();
-  j.key("unwritten_at").begin_array();
-  for (const auto& e : c.first_poisoned) element(e);
-  j.end_array();
-  j.key("attribution").value(c.attribution);
-  j.key("attribution_detail").value(c.attribution_detail);
-  if (c.g_out_of_bound >= 0) {
-    j.key("g_out_of_bound").value(c.g_out_of_bound);
-    j.key("u_out_of_bound").value(c.u_out_of_bound);
-  }
-  j.key("criterion").value(c.criterion());
-  j.key("statistic").begin_object();
-  j.key("pass").value(c.stat_pass()).key("elements").value(c.stat_elements);
-  j.key("unexplained").value(c.unexplained).key("limit").value(c.unexplained_limit);
-  j.key("unexplained_one_ulp").value(c.unexplained_one_ulp);
-  // null when at most `limit` elements are off at all (an infinite margin)
-  j.key("margin").value(c.stat_margin);
-  j.key("element_margin").value(c.element_margin);  // lambda / largest z; null: all correctly rounded
-  j.key("excess_factor").value(c.excess_factor);
-  j.key("lambda").value(Statistic::kLambda).key("false_alarm").value(Statistic::kFalseAlarm);
-  j.key("message").value(c.stat_message());
-  j.key("unexplained_at").begin_array();
-  for (const auto& e : c.unexplained_at) element(e);
-  j.end_array();
-  j.end_object();
-  j.key("gpumode_check").begin_object();
-  j.key("pass").value(c.gpumode_pass()).key("mismatches").value(c.gpumode_mismatch);
-  j.key("rule").value("|x-ref| <= 1e-3 + 1e-3*|ref|, NaN/+inf/-inf must match");
-  j.end_object();
-  j.end_object();
-}
 
 }  // namespace
 
@@ -426,7 +329,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
       j.key("output_matches_set_per_call").array(r.matches_set_per_call);  // -1: none
       j.key("metrics_call").value(r.cmp_call);
       j.key("metrics");
-      json_comparison(j, r.cmp);
+      write_comparison_json(j, r.cmp);
     }
     j.key("reproducer").value(reproducer(r.spec, s.program()));
     j.end_object();
