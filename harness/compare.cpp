@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "formats.hpp"
+#include "silu.hpp"
 
 namespace nvfp4 {
 
@@ -36,13 +37,8 @@ Tolerance::Tolerance(int64_t k, float a1, float a2) : K(k), alpha1(a1), alpha2(a
   gamma = ku < 1 ? ku / (1 - ku) : std::numeric_limits<double>::infinity();
 }
 
-namespace {
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
-}  // namespace
-
-double Tolerance::exact_output(double g, double u) const {
-  return silu(alpha1 * g) * (alpha2 * u);
-}
+// The exact value the output is judged against: the one SiLU·mul (reference/silu.hpp) in double.
+double Tolerance::exact_output(double g, double u) const { return silu_mul(g, u, alpha1, alpha2); }
 
 double Tolerance::epilogue_bound(double g, double u, double s_g, double s_u) const {
   const double a1 = std::fabs(alpha1), a2 = std::fabs(alpha2);
@@ -126,7 +122,7 @@ Statistic::Scale Statistic::scale(const Tolerance& t, double g, double u, double
   const double x = t.alpha1 * g, y = std::fabs(t.alpha2 * u);
   const double reach = kLambda * sig_g + 0x1p-23 * std::fabs(x);
   const double slope = max_silu_slope(x - reach, x + reach);
-  const double sx = std::fabs(x / (1.0 + std::exp(-x)));
+  const double sx = std::fabs(silu(x));
   Scale sc;
   sc.tau = slope * sig_g * (y + kLambda * sig_u) + sx * sig_u;
   sc.e_ep = Tolerance::kEpilogueRel * sx * y + 0x1p-24 * (slope * std::fabs(x) * y + sx * y);

@@ -51,15 +51,14 @@
 #include "errors.hpp"
 #include "formats.hpp"
 #include "reference_gemm.hpp"
+#include "silu.hpp"
 
 namespace nvfp4 {
 
 uint16_t reference_epilogue(double g, double u, float alpha1, float alpha2) {
-  // x/(1+exp(-x)): for x < -709 exp overflows to +inf and the quotient is -0, the right limit.
-  const double x = static_cast<double>(alpha1) * g;
-  const double y = static_cast<double>(alpha2) * u;
-  const double silu = x / (1.0 + std::exp(-x));
-  return fp16_from_double(silu * y);  // RNE, +-inf beyond 65520, NaN stays NaN
+  // The one SiLU·mul (silu.hpp) in double: for x < -709 exp overflows to +inf and the quotient
+  // is -0, the right limit. Then one RNE rounding (+-inf beyond 65520, NaN stays NaN).
+  return fp16_from_double(silu_mul(g, u, static_cast<double>(alpha1), static_cast<double>(alpha2)));
 }
 
 std::vector<std::string> reference_isas() {
