@@ -400,7 +400,12 @@ std::string trial_case_name(const JsonValue& trial) {
     return "case dir " + c->str_or("inputs", "?") + (bl && bl->is_bool() && bl->boolean() ? " (batch-last)" : "");
   }
   const JsonValue* seed = c->find("seed");
-  return c->str_or("shape", "?") + " " + c->str_or("dist", "?") + " seed " + (seed ? seed->text() : "?");
+  std::string name = c->str_or("shape", "?") + " " + c->str_or("dist", "?") + " seed " + (seed ? seed->text() : "?");
+  // Reports written before the case carried its name: the alphas still tell cases apart.
+  const JsonValue* a1 = c->find("alpha1");
+  const JsonValue* a2 = c->find("alpha2");
+  if (a1 && a2 && (a1->text() != "1" || a2->text() != "1")) name += " alpha " + a1->text() + "," + a2->text();
+  return name;
 }
 
 }  // namespace nvfp4

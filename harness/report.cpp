@@ -297,6 +297,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     j.key("backend").value(r.spec.backend);
     j.key("combo").value(r.spec.combo.str());
     j.key("case").begin_object();
+    j.key("name").value(r.spec.c.name());
     if (r.spec.c.from_dir()) {
       j.key("inputs").value(r.spec.c.inputs_dir).key("batch_last").value(r.spec.c.batch_last);
     } else {

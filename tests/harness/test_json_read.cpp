@@ -100,3 +100,18 @@ TEST_CASE("json_read: the harness's report reads back; case names as the harness
   CHECK(name == "case dir " + golden);
   CHECK(harness_cli::has(d.out, "cpu plain " + name + "  PASS"));
 }
+
+TEST_CASE("json_read: cases that differ only in their alphas keep different names") {
+  // A report written before trials carried "name": the name is rebuilt from shape, dist, seed
+  // and, when not 1, the alphas (two such cases once collapsed into one grid column).
+  const JsonValue plain = JsonValue::parse(
+      R"({"case":{"shape":"33x65x160","dist":"normal","seed":7,"alpha1":1,"alpha2":1}})");
+  const JsonValue scaled = JsonValue::parse(
+      R"({"case":{"shape":"33x65x160","dist":"normal","seed":7,"alpha1":-1.5,"alpha2":0.3}})");
+  CHECK(trial_case_name(plain) == "33x65x160 normal seed 7");
+  CHECK(trial_case_name(scaled) != trial_case_name(plain));
+  CHECK(trial_case_name(scaled).find("alpha") != std::string::npos);
+  // A report that carries the name uses it as written.
+  const JsonValue named = JsonValue::parse(R"({"case":{"name":"33x65x160 normal seed 7 alpha -1.5,0.3"}})");
+  CHECK(trial_case_name(named) == "33x65x160 normal seed 7 alpha -1.5,0.3");
+}
