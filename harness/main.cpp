@@ -369,6 +369,8 @@ int run(int argc, char** argv) {
     }
   }
   opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
+  if (!opt.faults.empty() && vm.count("submission"))
+    throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
   const bool explicit_backend = !vm["backend"].defaulted();
   const bool only_external = !explicit_backend && (vm.count("plugin") || vm.count("submission"));
   const std::vector<std::string> backends = only_external ? external_backends : chosen_backends(vm);
