@@ -78,6 +78,11 @@ const TrialResult& Session::run(const TrialSpec& spec, std::vector<uint16_t>* ca
   return results_.back();
 }
 
+void Session::record(TrialResult r) {
+  results_.push_back(std::move(r));
+  progress_line(results_.back(), results_.size(), results_.size());
+}
+
 void Session::add_not_run(const std::vector<TrialSpec>& specs, Outcome outcome,
                           const std::string& reason, const std::string& blocked_by) {
   if (specs.empty()) return;

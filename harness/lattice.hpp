@@ -49,6 +49,8 @@ class Session {
   // failed), with one progress line for the lot.
   void add_not_run(const std::vector<TrialSpec>& specs, Outcome outcome, const std::string& reason,
                    const std::string& blocked_by = "");
+  // Records a trial that ran outside run() (a plugin's load probe that failed), with its line.
+  void record(TrialResult r);
   // Grows the progress total ("index/total").
   void expect(size_t trials) { total_ += trials; }
   // Whether failing trials print their details under the progress line (default yes).

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <iostream>
@@ -27,6 +28,7 @@
 #include "cli_checks.hpp"
 #include "distributions.hpp"
 #include "errors.hpp"
+#include "external.hpp"
 #include "html_report.hpp"
 #include "json_read.hpp"
 #include "junit.hpp"
@@ -199,7 +201,14 @@ int run(int argc, char** argv) {
        "'all' (staged isolation on the embedded suite) or COMBO[,COMBO...], e.g. plain,fused+autotune")
       ("bisect", po::value<std::string>(), "find the minimal failing sub-combinations of COMBO")
       ("bench", po::value<std::string>(), "time COMBO[,COMBO...] on the GPU (bench options below)")
-      ("backend", po::value<std::string>()->default_value("all"), "cpu, gpu or all")
+      ("backend", po::value<std::string>()->default_value("all"),
+       "cpu, gpu or all (with --plugin/--submission the default is theirs alone; 'all' adds the built-in ones)")
+      ("plugin", po::value<std::vector<std::string>>()->composing(),
+       "LIB.so: a C-ABI plugin (optimized/plugin/nvfp4_plugin.h) as backend plugin:NAME, loaded only in trial "
+       "children (stage load); repeatable")
+      ("submission", po::value<std::vector<std::string>>()->composing(),
+       "FILE.py: a GPU MODE style Python submission, custom_kernel(data), as backend submission:NAME, run by "
+       "harness/submission_driver.py in trial children (import in stage load); repeatable")
       ("json", po::value<std::string>(), "also write the full report as JSON to FILE")
       ("junit", po::value<std::string>(), "also write the results as JUnit XML to FILE (one testcase per trial)")
       ("html", po::value<std::string>(),
@@ -234,6 +243,7 @@ int run(int argc, char** argv) {
        "GiB a case may need (reference, trial, outputs; default: what this machine has available)");
   po::options_description watch("Watchdog budgets in seconds (past one: the child's process group is killed, TIMEOUT)");
   watch.add_options()
+      ("budget-load", po::value<double>()->default_value(d.budget.load), "stage load (a plugin's load, a submission's import)")
       ("budget-init", po::value<double>()->default_value(d.budget.init), "stage init (also the harness's setup/teardown)")
       ("budget-tune", po::value<double>()->default_value(d.budget.tune), "stage tune")
       ("budget-warmup", po::value<double>()->default_value(d.budget.warmup), "stage warmup")
@@ -300,6 +310,7 @@ int run(int argc, char** argv) {
   if (fresh != "activations" && fresh != "all")
     throw InputError("--fresh: must be 'activations' or 'all', not '" + fresh + "'");
   opt.fresh = fresh == "all" ? InputSet::All : InputSet::Activations;
+  opt.budget.load = vm["budget-load"].as<double>();
   opt.budget.init = vm["budget-init"].as<double>();
   opt.budget.tune = vm["budget-tune"].as<double>();
   opt.budget.warmup = vm["budget-warmup"].as<double>();
@@ -310,7 +321,6 @@ int run(int argc, char** argv) {
   if (vm.count("tune-cache")) opt.plan.tune_cache_dir = vm["tune-cache"].as<std::string>();
   opt.plan.tune_reps = vm["tune-reps"].as<int>();
   opt.plan.tune_budget_s = vm["tune-time"].as<double>();
-  opt.faults = cli::faults(vm);
   SuiteFilter filter = cli::suite_filter(vm);
   if (vm.count("alpha")) {
     try {
@@ -320,8 +330,50 @@ int run(int argc, char** argv) {
     }
   }
 
+  // Outside paths: registered as manifests (external.hpp); their code runs only in trial children.
+  // A plugin whose load probe fails is that probe's result (TIMEOUT, CRASH or ERROR in stage
+  // load), recorded once the session exists; the other backends still run.
+  std::vector<std::string> external_backends;
+  std::vector<TrialResult> failed_loads;
+  if (vm.count("submission"))
+    for (const auto& path : vm["submission"].as<std::vector<std::string>>()) {
+      const auto [ext, manifest] = describe_submission(path);
+      if (opt.external(ext.backend)) throw InputError("--submission: two submissions are named " + ext.backend);
+      register_manifest(manifest);
+      opt.externals.push_back(ext);
+      external_backends.push_back(ext.backend);
+    }
+  if (vm.count("plugin")) {
+    TrialRunner loader;
+    for (const auto& path : vm["plugin"].as<std::vector<std::string>>()) {
+      ChildReport probe = loader.load_probe(path, opt);
+      TrialSpec spec;
+      spec.backend = "plugin:" + std::filesystem::path(path).filename().string();
+      spec.plugin = path;
+      spec.options = opt;
+      if (probe.outcome == Outcome::Pass) {
+        const Manifest m = plugin_manifest(probe);
+        if (Registry::instance().backend(m.backend))
+          throw InputError("--plugin " + path + ": backend " + m.backend + " is already registered");
+        register_manifest(m);
+        opt.externals.push_back({External::Plugin, path, m.backend, "", ""});
+        external_backends.push_back(m.backend);
+        continue;
+      }
+      const auto suite = narrow_suite(default_suite(spec.backend), filter);
+      if (!suite.empty()) spec.c = suite.front();
+      ReferenceCache unused;
+      TrialResult r = evaluate_trial(spec, std::move(probe), unused);
+      r.message = "plugin " + path + " did not load: " + r.message;
+      failed_loads.push_back(std::move(r));
+    }
+  }
+  opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
+  if (!opt.faults.empty() && vm.count("submission"))
+    throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
   const bool explicit_backend = !vm["backend"].defaulted();
-  const std::vector<std::string> backends = chosen_backends(vm);
+  const bool only_external = !explicit_backend && (vm.count("plugin") || vm.count("submission"));
+  const std::vector<std::string> backends = only_external ? external_backends : chosen_backends(vm);
   // The combinations to run, checked against the backends before any case is built.
   const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
   const std::string what = verify ? vm["verify"].as<std::string>() : "plain";
@@ -331,7 +383,9 @@ int run(int argc, char** argv) {
   std::vector<Combo> combos;
   std::map<std::string, std::vector<Combo>> per_backend;
   try {
-    if (bisecting) {
+    if (backends.empty()) {
+      // Every outside path failed to load (recorded below): nothing else to run.
+    } else if (bisecting) {
       combos.push_back(Combo::parse(names.front()));
       for (const auto& b : backends_for(combos.front(), backends, explicit_backend)) per_backend[b] = combos;
     } else if (what != "all") {
@@ -356,6 +410,8 @@ int run(int argc, char** argv) {
         cli::check_memory(c.shape, opt.runs, memory, filter.shapes.empty() ? "suite case" : "--shape");
   }
   Session session(opt, argv[0], &std::cout);
+  const bool load_failed = !failed_loads.empty();
+  for (auto& r : failed_loads) session.record(std::move(r));
 
   if (vm.count("list")) {
     Session quiet(opt, argv[0], nullptr);
@@ -451,7 +507,7 @@ int run(int argc, char** argv) {
       culprit |= v.kind == BisectVerdict::Culprit;
       passed |= v.kind == BisectVerdict::Passed;
     }
-    code = culprit ? 1 : passed ? 0 : 125;
+    code = culprit || load_failed ? 1 : passed ? 0 : 125;
   } else {
     mode = "verify";
     if (what == "all") {

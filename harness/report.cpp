@@ -55,7 +55,15 @@ std::string num(double v) {
 std::string reproducer(const TrialSpec& t, const std::string& program) {
   const TrialOptions d;  // the defaults
   const TrialOptions& o = t.options;
-  std::string cmd = shell_quote(program) + " --backend " + t.backend + " --verify " + t.combo.str();
+  std::string cmd = shell_quote(program);
+  const External* ext = o.external(t.backend);
+  if (!t.plugin.empty() || (ext && ext->kind == External::Plugin))
+    cmd += " --plugin " + shell_quote(t.plugin.empty() ? ext->path : t.plugin);
+  else if (ext)
+    cmd += " --submission " + shell_quote(ext->path);
+  // A plugin that did not load has no backend name yet: its load alone reproduces the failure.
+  if (t.plugin.empty()) cmd += " --backend " + t.backend;
+  cmd += " --verify " + t.combo.str();
   if (t.c.from_dir()) {
     cmd += " --inputs " + shell_quote(t.c.inputs_dir);
     if (t.c.batch_last) cmd += " --batch-last";
@@ -66,6 +74,7 @@ std::string reproducer(const TrialSpec& t, const std::string& program) {
   add_if(cmd, o.warmup != d.warmup, "--warmup", std::to_string(o.warmup));
   add_if(cmd, o.runs != d.runs, "--runs", std::to_string(o.runs));
   add_if(cmd, o.fresh != d.fresh, "--fresh", input_set_name(o.fresh));
+  add_if(cmd, o.budget.load != d.budget.load, "--budget-load", num(o.budget.load));
   add_if(cmd, o.budget.init != d.budget.init, "--budget-init", num(o.budget.init));
   add_if(cmd, o.budget.tune != d.budget.tune, "--budget-tune", num(o.budget.tune));
   add_if(cmd, o.budget.warmup != d.budget.warmup, "--budget-warmup", num(o.budget.warmup));

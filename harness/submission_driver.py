@@ -6,12 +6,13 @@ the same messages from it as from a built-in path's child (harness/trial.hpp): o
 on the pipe descriptor --fd, fields separated by tabs, backslash, tab and newline escaped:
 
     enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-    | output CALL | done
+    | output CALL [SET] | done
 
 Usage:
     submission_driver.py describe FILE.py
         One JSON line, without importing FILE.py: {"toggles": [...the submission's own...],
-        "provided": [...], "stages": {toggle: [extra stages]}, "data": "torch"|"numpy"}.
+        "provided": [...], "stages": {toggle: [extra stages]}, "data": "torch"|"numpy",
+        "torch": whether torch is importable here}.
     submission_driver.py run --fd FD --dir DIR --submission FILE.py [--toggles COMBO]
                              [--warmup N] [--runs R]
 
@@ -47,7 +48,9 @@ Inputs, in the trial directory DIR (written by the harness):
                     or 2-D for L = 1 (reference/case_dir.hpp); alphas.json {"alpha1": x, "alpha2": y}
                     optional. GPU MODE's convention has no global scales: alphas other than 1 are SKIP.
     DIR/call<i>/    optional, before checked call i (0-based): any of the six arrays, copied in place
-                    into the tensors `data` holds (an engine's pattern; a captured graph sees them).
+                    into the tensors `data` holds (an engine's pattern; a captured graph sees them);
+                    a file `set` there holds the harness's number of that input set, echoed in the
+                    call's `output` message.
 Outputs: DIR/out<i>.f16, the output of checked call i as L*M*N fp16 bit patterns in (L, M, N) order.
 
 `data`, exactly as GPU MODE's nvfp4_dual_gemm task hands it to custom_kernel(data)
@@ -408,7 +411,12 @@ def run_trial(ch, args):
             bits = inputs.output_bits(out)
             with open(os.path.join(args.dir, "out%d.f16" % i), "wb") as f:
                 f.write(bits.tobytes())
-            ch.send("output", str(i))
+            set_file = os.path.join(fresh, "set")
+            if os.path.isfile(set_file):  # the harness names the input set it wrote for this call
+                with open(set_file) as f:
+                    ch.send("output", str(i), f.read().strip())
+            else:
+                ch.send("output", str(i))
 
     ch.stage("run", run)
     ch.stage("teardown", lambda: state.clear())
@@ -436,7 +444,9 @@ def main(argv=None):
             return 2
         stages = dict(PROVIDED)
         stages.update({t: [] for t in own})
-        print(json.dumps({"toggles": own, "provided": sorted(PROVIDED), "stages": stages, "data": data_kind}))
+        torch = importlib.util.find_spec("torch") is not None  # importable, found without importing it
+        print(json.dumps({"toggles": own, "provided": sorted(PROVIDED), "stages": stages, "data": data_kind,
+                          "torch": torch}))
         return 0
 
     try:

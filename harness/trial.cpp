@@ -31,6 +31,8 @@
 #include <tuple>
 
 #include "errors.hpp"
+#include "external.hpp"
+#include "plugin_plan.hpp"
 
 namespace nvfp4 {
 
@@ -50,11 +52,18 @@ const char* outcome_name(Outcome o) {
 }
 
 double Budgets::of(const std::string& stage) const {
+  if (stage == "load") return load;
   if (stage == "tune") return tune;
   if (stage == "warmup") return warmup;
   if (stage == "capture") return capture;
   if (stage == "run") return run;
   return init;  // init, and the harness's own setup and teardown
+}
+
+const External* TrialOptions::external(const std::string& backend) const {
+  for (const auto& e : externals)
+    if (e.backend == backend) return &e;
+  return nullptr;
 }
 
 double TrialResult::stage_seconds(const std::string& name) const {
@@ -107,6 +116,9 @@ std::string encode_trial(const TrialSpec& t, int fd, const std::string& dir, boo
   std::ostringstream os;
   auto kv = [&](const char* k, const std::string& v) { os << k << '=' << pct_escape(v) << '\n'; };
   kv("backend", t.backend);
+  const External* ext = t.options.external(t.backend);
+  const std::string plugin = !t.plugin.empty() ? t.plugin : ext && ext->kind == External::Plugin ? ext->path : "";
+  if (!plugin.empty()) kv("plugin", plugin);
   kv("combo", t.combo.str());
   if (t.c.from_dir()) {
     kv("inputs", t.c.inputs_dir);
@@ -141,6 +153,7 @@ TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool*
     if (eq == std::string::npos) throw InputError("bad trial spec line '" + line + "'");
     const std::string k = line.substr(0, eq), v = pct_unescape(line.substr(eq + 1));
     if (k == "backend") t.backend = v;
+    else if (k == "plugin") t.plugin = v;
     else if (k == "combo") t.combo = Combo::parse(v);
     else if (k == "inputs") t.c.inputs_dir = v;
     else if (k == "batch_last") t.c.batch_last = v == "1";
@@ -260,6 +273,25 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
   const TrialOptions& o = t.options;
   std::vector<Problem> sets;  // index: input set (cases.hpp); the last one is the warm-up's
   bool skip = false;
+  if (!t.plugin.empty()) {
+    // The plugin's code runs from here on, in this child only: its load-time work is stage load.
+    std::shared_ptr<const LoadedPlugin> plugin;
+    stage(ch, "load", [&] {
+      plugin = load_plugin(t.plugin);
+      register_plugin(plugin);
+    });
+    if (t.backend.empty()) {  // the load probe: what the plugin declares
+      ch.send("manifest", {"backend", plugin->backend_name(), reg.backend(plugin->backend_name())->summary});
+      for (const auto& po : plugin->optimizations) {
+        std::string stages;
+        for (Stage s : po.stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(s);
+        ch.send("manifest", {"optimization", po.name, stages, po.summary});
+      }
+      return;
+    }
+    if (plugin->backend_name() != t.backend)
+      throw InputError("plugin " + t.plugin + " now calls itself " + plugin->backend_name() + ", not " + t.backend);
+  }
   stage(ch, "setup", [&] {
     be = reg.backend(t.backend);
     if (!be) throw InputError("unknown backend '" + t.backend + "'");
@@ -447,8 +479,25 @@ TrialRunner::~TrialRunner() {
 }
 
 ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& options) {
+  const External* ext = options.external(backend);
+  if (ext && ext->kind == External::Submission) {
+    ChildReport rep;
+    rep.outcome = Outcome::Pass;
+    rep.available = true;
+    return rep;
+  }
   TrialSpec t;
   t.backend = backend;
+  t.options = options;
+  t.options.faults.clear();
+  t.c.shape = Shape{1, 1, 16, 1};
+  t.c.dist = "ones";
+  return run_child(t, true);
+}
+
+ChildReport TrialRunner::load_probe(const std::string& plugin, const TrialOptions& options) {
+  TrialSpec t;
+  t.plugin = plugin;
   t.options = options;
   t.options.faults.clear();
   t.c.shape = Shape{1, 1, 16, 1};
@@ -497,6 +546,11 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
   // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
   const std::string encoded = encode_trial(spec, fds[1], dir, probe);
   std::vector<std::string> args = {exe_, "--child-trial", encoded};
+  const External* ext = spec.options.external(spec.backend);
+  if (ext && ext->kind == External::Submission) {
+    write_submission_inputs(spec, dir);  // the driver reads its input sets from the trial directory
+    args = submission_child_args(*ext, spec, fds[1], dir);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -569,6 +623,8 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
       mid_u = size_t(std::atoll(f[2].c_str()));
     } else if (kind == "available") {
       rep.available = true;
+    } else if (kind == "manifest") {
+      rep.manifest.emplace_back(f.begin() + 1, f.end());
     } else if (kind == "done") {
       got_done = true;
     }

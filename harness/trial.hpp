@@ -4,8 +4,9 @@
 // binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
 // group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-//   | output CALL SET | intermediates | available | done
-// Stages: setup (the harness builds the inputs; checks availability and support), init
+//   | output CALL SET | intermediates | available | manifest FIELDS... | done
+// Stages: load (only for a plugin: the library is loaded and registered here, so its load-time
+// work, hang or crash is this child's), setup (the harness builds the inputs; checks availability and support), init
 // (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
 // when the combination adds it), run (R checked calls), teardown (the plan is destroyed).
 // Fresh inputs (cases.hpp): the plan is built, tuned, warmed up and captured on input set R; before
@@ -39,11 +40,21 @@ const char* outcome_name(Outcome o);  // "PASS", "FAIL", ...
 inline bool is_failure(Outcome o) { return o != Outcome::Pass && o != Outcome::Skip; }
 
 // Watchdog budgets in seconds. setup and teardown (the harness's own work around the path) use
-// the init budget.
+// the init budget; load is the loading of an outside path (a plugin library, a submission's import).
 struct Budgets {
-  double init = 60, tune = 30, warmup = 30, capture = 30, run = 60;
+  double load = 30, init = 60, tune = 30, warmup = 30, capture = 30, run = 60;
   double trial = 300;
   double of(const std::string& stage) const;
+};
+
+// A path from outside the harness binary, loaded only in trial children (external.hpp): a C-ABI
+// plugin library (the child is the harness itself, which loads it in stage load) or a Python
+// submission (the child is harness/submission_driver.py, which imports it in stage load).
+struct External {
+  enum Kind { Plugin, Submission } kind = Plugin;
+  std::string path;     // the plugin library or the submission file, as the user gave it
+  std::string backend;  // "plugin:NAME" or "submission:NAME"
+  std::string python, driver;  // Submission: the interpreter and submission_driver.py
 };
 
 struct TrialOptions {
@@ -56,10 +67,15 @@ struct TrialOptions {
   // What changes between checked calls (--fresh activations|all): A and SFA, or every input and
   // the alphas.
   InputSet fresh = InputSet::Activations;
+  std::vector<External> externals;  // the outside paths of this run, by backend name
+  const External* external(const std::string& backend) const;  // nullptr for a built-in one
 };
 
 struct TrialSpec {
   std::string backend;
+  // A plugin library the child loads in stage load before anything else (from options.externals
+  // for a plugin backend; set alone, with an empty backend, for the load probe).
+  std::string plugin;
   Combo combo;
   CaseSpec c;
   TrialOptions options;
@@ -113,6 +129,9 @@ struct ChildReport {
   bool have_intermediates = false;             // G and U of the LAST checked call
   std::vector<float> g, u;
   bool available = false;  // probe: the backend said yes
+  // Load probe: what the loaded plugin declares, one entry per `manifest` message: {"backend",
+  // NAME, SUMMARY} then {"optimization", NAME, STAGES (comma-joined), SUMMARY} for each.
+  std::vector<std::vector<std::string>> manifest;
 };
 
 class TrialRunner {
@@ -126,7 +145,10 @@ class TrialRunner {
   // Runs the trial's child and collects its report (no comparison).
   ChildReport run_child(const TrialSpec& spec, bool probe = false);
   // A probe child: does Backend::available() say yes? (outcome SKIP with the reason if not.)
+  // (A submission backend is not probed: its trials SKIP with the driver's reason.)
   ChildReport probe(const std::string& backend, const TrialOptions& options);
+  // A load probe: a child that loads the plugin library in stage load and reports its manifest.
+  ChildReport load_probe(const std::string& plugin, const TrialOptions& options);
   // The whole trial: child, then comparison of every call against the cached reference.
   TrialResult run(const TrialSpec& spec, ReferenceCache& cache);
 

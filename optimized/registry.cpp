@@ -167,6 +167,7 @@ std::unique_ptr<Plan> build_plan(const std::string& backend, const Combo& combo,
                                  const Problem& problem, const PlanOptions& options) {
   auto opts = resolve(backend, combo);
   const Backend* be = Registry::instance().backend(backend);
+  if (be->make_combo) return be->make_combo(combo, problem, options);
   std::unique_ptr<Plan> plan;
   for (const auto* o : opts)
     if (o->kind == OptKind::Variant) plan = o->make(problem, options);

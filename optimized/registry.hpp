@@ -19,6 +19,7 @@ namespace nvfp4 {
 using MakePlanFn = std::function<std::unique_ptr<Plan>(const Problem&, const PlanOptions&)>;
 using WrapPlanFn = std::function<std::unique_ptr<Plan>(std::unique_ptr<Plan>, const PlanOptions&)>;
 using SupportFn = std::function<Support(const Shape&)>;
+struct Combo;
 
 struct Backend {
   std::string name;                     // "cpu", "gpu"
@@ -26,6 +27,9 @@ struct Backend {
   std::function<Support()> available;   // e.g. no("no CUDA device"); called in trial children only
   SupportFn supports;                   // shape support of the plain path
   MakePlanFn make_plain;                // builds the plain path
+  // Optional: builds any combination in one step (a plugin receives the whole combination at
+  // create()); when set, build_plan calls it instead of assembling variant and wrappers.
+  std::function<std::unique_ptr<Plan>(const Combo&, const Problem&, const PlanOptions&)> make_combo;
 };
 
 enum class OptKind {

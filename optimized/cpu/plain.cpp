@@ -95,6 +95,7 @@ const bool registered = register_backend(Backend{
     [](const Problem& p, const PlanOptions&) -> std::unique_ptr<Plan> {
       return std::make_unique<PlainPlan>(p);
     },
+    nullptr,
 });
 
 }  // namespace

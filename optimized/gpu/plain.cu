@@ -296,7 +296,8 @@ const bool registered = register_backend(Backend{
     gpu_supports,
     [](const Problem& p, const PlanOptions&) -> std::unique_ptr<Plan> {
       return std::make_unique<PlainPlan>(p, PlainPlan::Mode::Full);
-    }});
+    },
+    nullptr});
 
 // x[i] = a small non-zero bf16 value from a hash of i (multiples of 1/64 in [-1, 1) \ {0}).
 __global__ void fill_bf16_pattern(__nv_bfloat16* x, int64_t n, uint32_t salt) {

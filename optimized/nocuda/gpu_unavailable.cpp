@@ -21,7 +21,8 @@ const bool registered = register_backend(Backend{
     [](const Shape&) { return Support::yes(); },
     [](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
       throw std::runtime_error("built without CUDA");
-    }});
+    },
+    nullptr});
 
 bool register_unavailable() {
   for (const ListedOptimization& l : listed_optimizations()) {

@@ -306,6 +306,7 @@ PluginRegistration plugin_registration(std::shared_ptr<const LoadedPlugin> plugi
 
 std::string register_plugin(std::shared_ptr<const LoadedPlugin> plugin) {
   PluginRegistration r = plugin_registration(std::move(plugin));
+  r.backend.make_combo = r.make_combo;  // one create() per combination (build_plan uses it)
   const std::string name = r.backend.name;
   register_backend(std::move(r.backend));
   for (auto& o : r.optimizations) register_optimization(std::move(o));

@@ -9,12 +9,12 @@
 //
 // How a combination is built. The plugin receives the whole combination at create() ("a+b", names
 // sorted) and builds it itself, so the registry's plan assembly (one variant, then wrappers each
-// wrapping the plan before it) does not describe it. The registration therefore carries
-// make_combo, the function that builds any combination in one create(). Until the registry calls a
-// backend's make_combo directly, each plugin optimization is registered as a Wrapper (so the
-// lattice combines them freely) whose wrap() rebuilds the plugin plan it is given with its own name
-// added: correct, at the cost of one extra create() per optimization in stage init.
-//
+// wrapping the plan before it) does not describe it. register_plugin therefore sets the backend's
+// make_combo, which build_plan calls instead: one create() per combination. Each plugin
+// optimization is still registered as a Wrapper (so the lattice combines them freely) whose wrap()
+// rebuilds the plugin plan it is given with its own name added, for a registry used without
+// make_combo (plugin_registration's caller decides).
+
 // Only a trial's child process loads plugins (stage `load`): a plugin's load-time work, hang or
 // crash then stays in that child. Libraries are never unloaded: code that started threads or
 // registered handlers cannot be unloaded safely, and the child ends soon after.

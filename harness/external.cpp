@@ -1,0 +1,199 @@
+// external.cpp — manifests of outside paths, and the submission driver's side of a trial (see
+// external.hpp).
+#include "external.hpp"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "case_dir.hpp"
+#include "errors.hpp"
+#include "json_read.hpp"
+#include "registry.hpp"
+#include "user_file.hpp"
+
+#ifndef NVFP4_HARNESS_SOURCE_DIR
+#define NVFP4_HARNESS_SOURCE_DIR ""
+#endif
+
+namespace nvfp4 {
+
+namespace {
+
+Stage parse_stage(const std::string& name, const std::string& who) {
+  for (Stage s : {Stage::Tune, Stage::Capture})
+    if (name == stage_name(s)) return s;
+  throw InputError(who + ": unknown extra stage '" + name + "' (known: tune, capture)");
+}
+
+std::vector<Stage> parse_stages(const std::string& joined, const std::string& who) {
+  std::vector<Stage> out;
+  size_t from = 0;
+  while (from < joined.size()) {
+    size_t comma = joined.find(',', from);
+    if (comma == std::string::npos) comma = joined.size();
+    if (comma > from) out.push_back(parse_stage(joined.substr(from, comma - from), who));
+    from = comma + 1;
+  }
+  return out;
+}
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string shell_word(const std::string& s) {
+  std::string o = "'";
+  for (char ch : s) o += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return o + "'";
+}
+
+// python3 on PATH, resolved here so that the child execs a full path.
+std::string find_python() {
+  if (const char* env = std::getenv("NVFP4_PYTHON"); env && *env) return env;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t from = 0;
+  while (from <= dirs.size()) {
+    size_t colon = dirs.find(':', from);
+    if (colon == std::string::npos) colon = dirs.size();
+    const std::string cand = (colon > from ? dirs.substr(from, colon - from) : ".") + "/python3";
+    if (::access(cand.c_str(), X_OK) == 0) return cand;
+    from = colon + 1;
+  }
+  throw InputError("--submission needs python3 on PATH (or NVFP4_PYTHON)");
+}
+
+}  // namespace
+
+void register_manifest(const Manifest& m) {
+  const std::string who = m.backend;
+  auto refuse = [who](const char* what) {
+    return std::string(what) + " of " + who + " is loaded only in trial children";
+  };
+  Backend b;
+  b.name = m.backend;
+  b.summary = m.summary;
+  b.make_plain = [refuse](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
+    throw std::logic_error(refuse("the plain path"));
+  };
+  register_backend(std::move(b));
+  for (const auto& mo : m.optimizations) {
+    Optimization o;
+    o.backend = m.backend;
+    o.name = mo.name;
+    o.summary = mo.summary;
+    o.kind = OptKind::Wrapper;
+    o.stages = mo.stages;
+    o.wrap = [refuse](std::unique_ptr<Plan>, const PlanOptions&) -> std::unique_ptr<Plan> {
+      throw std::logic_error(refuse("an optimization"));
+    };
+    register_optimization(std::move(o));
+  }
+}
+
+Manifest plugin_manifest(const ChildReport& probe) {
+  Manifest m;
+  for (const auto& f : probe.manifest) {
+    if (f.size() >= 3 && f[0] == "backend") {
+      m.backend = f[1];
+      m.summary = f[2];
+    } else if (f.size() >= 4 && f[0] == "optimization") {
+      m.optimizations.push_back({f[1], f[3], parse_stages(f[2], m.backend)});
+    }
+  }
+  if (m.backend.empty()) throw InputError("the plugin's load probe reported no manifest");
+  return m;
+}
+
+std::string submission_driver_path() {
+  if (const char* env = std::getenv("NVFP4_SUBMISSION_DRIVER"); env && *env) {
+    if (!is_file(env)) throw InputError(std::string("NVFP4_SUBMISSION_DRIVER: no such file: ") + env);
+    return env;
+  }
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "nvfp4_dual" / "submission_driver.py";
+    if (is_file(installed.string())) return installed.string();
+  }
+  const std::string source = std::string(NVFP4_HARNESS_SOURCE_DIR) + "/submission_driver.py";
+  if (is_file(source)) return source;
+  throw InputError("cannot find submission_driver.py (set NVFP4_SUBMISSION_DRIVER)");
+}
+
+std::pair<External, Manifest> describe_submission(const std::string& path) {
+  External e;
+  e.kind = External::Submission;
+  e.path = path;
+  e.python = find_python();
+  e.driver = submission_driver_path();
+  if (!is_file(path)) throw InputError("--submission " + path + ": no such file");
+  const std::string cmd = shell_word(e.python) + " " + shell_word(e.driver) + " describe " + shell_word(path) + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + e.driver);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw InputError("--submission: " + (out.empty() ? "the driver failed to describe " + path : out));
+  const JsonValue d = JsonValue::parse(out);
+  std::filesystem::path fp(path);
+  std::string name = fp.stem().string();
+  if (name == "submission") {
+    const std::string folder = std::filesystem::absolute(fp).parent_path().filename().string();
+    if (!folder.empty()) name = folder;
+  }
+  Manifest m;
+  m.backend = e.backend = "submission:" + name;
+  m.summary = "Python submission " + path;
+  const bool torch = d.find("torch") && d.at("torch").boolean();
+  const bool torch_data = d.str_or("data", "torch") == "torch";
+  auto add = [&](const std::string& toggle, const std::string& summary) {
+    std::vector<Stage> stages;
+    if (const JsonValue* st = d.at("stages").find(toggle))
+      for (const auto& s : st->items()) stages.push_back(parse_stage(s.str(), m.backend));
+    m.optimizations.push_back({toggle, summary, stages});
+  };
+  for (const auto& t : d.at("toggles").items()) add(t.str(), "the submission's own toggle");
+  if (torch && torch_data)
+    for (const auto& t : d.at("provided").items()) add(t.str(), "provided by the harness's driver");
+  return {e, m};
+}
+
+void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
+  const Problem base = spec.c.make();
+  const int runs = spec.options.runs;
+  auto save = [&](const std::string& sub, int set) {
+    const Problem p = set == 0 ? base : make_input_set(spec.c, base, set, spec.options.fresh);
+    const std::string folder = dir + "/" + sub;
+    std::filesystem::create_directories(folder);
+    save_case(folder, p);
+    if (p.alpha1 != 1.0f || p.alpha2 != 1.0f)
+      write_text_file(folder + "/alphas.json", "{\"alpha1\": " + float_text(p.alpha1) +
+                                                   ", \"alpha2\": " + float_text(p.alpha2) + "}\n");
+    return folder;
+  };
+  save("case", warmup_set(runs));
+  for (int i = 0; i < runs; ++i) {
+    const int set = checked_call_set(i + 1);
+    write_text_file(save("call" + std::to_string(i), set) + "/set", std::to_string(set) + "\n");
+  }
+}
+
+std::vector<std::string> submission_child_args(const External& e, const TrialSpec& spec, int fd,
+                                               const std::string& dir) {
+  return {e.python, e.driver, "run", "--fd", std::to_string(fd), "--dir", dir, "--submission", e.path,
+          "--toggles", spec.combo.str(), "--warmup", std::to_string(spec.options.warmup),
+          "--runs", std::to_string(spec.options.runs)};
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,158 @@
+// test_byok.cpp — outside paths through the real harness binary (harness/external.hpp): a C-ABI
+// plugin (--plugin) and a Python submission (--submission) run through the lattice, bisect,
+// stage watchdogs and checks, with their code loaded only in trial children (stage load).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "../harness/harness_cli.hpp"
+
+using namespace harness_cli;
+
+namespace {
+
+const std::string kPlugin = NVFP4_CPU_PLUGIN;
+const std::string kBroken = NVFP4_BROKEN_DIR;
+const std::string kNumpy = std::string(NVFP4_SOURCE_DIR) + "/examples/submission_numpy/submission.py";
+const std::vector<std::string> kCase = {"--shape", "33x65x160", "--dist", "normal"};
+
+std::vector<std::string> with_case(std::vector<std::string> args) {
+  args.insert(args.end(), kCase.begin(), kCase.end());
+  return args;
+}
+
+bool have_numpy() { return std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
+
+// A submission in a fresh folder: `prelude` runs at import, then the numpy example's kernel is
+// loaded under another module name (with `kernel = false`: no custom_kernel at all).
+std::string submission(const std::string& prelude, bool kernel = true) {
+  const std::string path = temp_dir() + "/sub.py";
+  std::ofstream f(path);
+  f << "import importlib.util, time\nNVFP4_DATA = \"numpy\"\n" << prelude << "\n";
+  if (kernel)
+    f << "_s = importlib.util.spec_from_file_location(\"numpy_example\", \"" << kNumpy << "\")\n"
+      << "_m = importlib.util.module_from_spec(_s)\n_s.loader.exec_module(_m)\n"
+      << "custom_kernel = _m.custom_kernel\n";
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("--plugin: --verify all runs the plugin's lattice, each trial loading it in stage load") {
+  const std::string json = temp_dir() + "/r.json";
+  const auto r = run_argv(with_case({"--plugin", kPlugin, "--verify", "all", "--json", json}), 120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "result: 4 PASS -> exit 0"));
+  for (const char* combo : {" plain ", " blocked ", " threads ", " blocked+threads "})
+    CHECK(has(r.out, std::string("plugin:cpu-example") + combo + "33x65x160 normal seed 7  PASS"));
+  const auto trials = json_trials(read_text(json));
+  REQUIRE(trials.size() == 4);
+  for (const auto& t : trials) CHECK(stage_seconds(t, "load") >= 0);
+}
+
+TEST_CASE("--plugin: --bisect names the optimization a planted failure hides in") {
+  const auto r = run_argv(with_case({"--plugin", kPlugin, "--bisect", "blocked+threads", "--inject",
+                                     "corrupt@run:if=blocked"}),
+                          120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "culprit: blocked (FAIL in stage run"));
+  CHECK(has(r.out, "--plugin " + kPlugin));  // the reproducer loads the plugin too
+}
+
+TEST_CASE("--plugin: a load that hangs is TIMEOUT in stage load; the harness itself starts at once") {
+  const std::string json = temp_dir() + "/r.json";
+  const auto r = run_argv(with_case({"--plugin", kBroken + "/libbroken_load_hang.so", "--verify", "all",
+                                     "--budget-load", "1", "--json", json}),
+                          30);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(r.seconds < 1 + 2);
+  CHECK(has(r.out, "TIMEOUT"));
+  CHECK(has(r.out, "stage load exceeded its budget of 1.0 s"));
+  const auto trials = json_trials(read_text(json));
+  REQUIRE(trials.size() == 1);
+  CHECK(has(trials[0], "\"outcome\":\"TIMEOUT\""));
+}
+
+TEST_CASE("--plugin: a bad plugin is an ERROR with the loader's reason; other backends still run") {
+  const auto r = run_argv(with_case({"--plugin", kBroken + "/libbroken_wrong_abi.so", "--plugin", kPlugin,
+                                     "--verify", "plain"}),
+                          60);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "libbroken_wrong_abi.so did not load: InputError"));
+  CHECK(has(r.out, "ABI version 99"));
+  CHECK(has(r.out, "plugin:cpu-example plain 33x65x160 normal seed 7  PASS"));
+  const auto m = run_argv(with_case({"--plugin", kBroken + "/libbroken_missing_symbol.so", "--verify", "all"}), 60);
+  INFO(m.out);
+  CHECK(m.rc == 1);
+  CHECK(has(m.out, "missing symbol nvfp4_plugin_v1_get"));
+}
+
+TEST_CASE("--submission: the numpy example's lattice passes, imported in stage load") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  const std::string json = temp_dir() + "/r.json";
+  const auto r = run_argv(with_case({"--submission", kNumpy, "--verify", "all", "--json", json}), 120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "result: 4 PASS -> exit 0"));
+  CHECK(has(r.out, "submission:submission_numpy per-batch+tables-at-import 33x65x160 normal seed 7  PASS"));
+  const auto trials = json_trials(read_text(json));
+  REQUIRE(trials.size() == 4);
+  for (const auto& t : trials) CHECK(stage_seconds(t, "load") >= 0);
+}
+
+TEST_CASE("--submission: import-time work shows in stage load, and its budget stops it") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  const std::string json = temp_dir() + "/r.json";
+  const std::string slow = submission("time.sleep(1.5)");
+  const auto r = run_argv(with_case({"--submission", slow, "--verify", "plain", "--json", json}), 60);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  const auto trials = json_trials(read_text(json));
+  REQUIRE(trials.size() == 1);
+  CHECK(stage_seconds(trials[0], "load") >= 1.4);
+  CHECK(stage_seconds(trials[0], "init") < 1.0);
+
+  const std::string hang = submission("time.sleep(60)");
+  const auto t = run_argv(with_case({"--submission", hang, "--verify", "plain", "--budget-load", "1"}), 30);
+  INFO(t.out);
+  REQUIRE_FALSE(t.timed_out);
+  CHECK(t.rc == 1);
+  CHECK(t.seconds < 1 + 5);
+  CHECK(has(t.out, "TIMEOUT"));
+  CHECK(has(t.out, "stage load exceeded its budget of 1.0 s"));
+}
+
+TEST_CASE("--submission: a submission without custom_kernel is an ERROR naming the reason") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  const std::string none = submission("X = 1", false);
+  const auto r = run_argv(with_case({"--submission", none, "--verify", "plain"}), 60);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "defines no custom_kernel(data)"));
+  CHECK(has(r.out, "in stage load"));
+  const auto missing = run_argv({"--submission", "/nonexistent/sub.py", "--verify", "plain"}, 30);
+  CHECK(missing.rc == 2);
+  CHECK(has(missing.out, "no such file"));
+}
