@@ -184,8 +184,11 @@ std::string failure_brief(const TrialResult& r) {
   if (r.outcome == Outcome::Fail && r.compared)
     s += ", " + std::to_string(r.cmp.over_tolerance) + " element" +
          (r.cmp.over_tolerance == 1 ? "" : "s") + " over tolerance";
-  else if ((r.outcome == Outcome::Error || r.outcome == Outcome::Crash) && !r.message.empty())
-    s += ": " + (r.message.size() > 90 ? r.message.substr(0, 87) + "..." : r.message);
+  else if ((r.outcome == Outcome::Error || r.outcome == Outcome::Crash) && !r.message.empty()) {
+    // The verdict is one line: only the message's first line, shortened.
+    std::string m = r.message.substr(0, r.message.find('\n'));
+    s += ": " + (m.size() > 90 ? m.substr(0, 87) + "..." : m);
+  }
   return s;
 }
 
