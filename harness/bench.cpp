@@ -1,5 +1,9 @@
 // bench.cpp — `harness --bench COMBO[,COMBO...]`: GPU timing of whole paths, in this process.
 //
+// Why one file of ~770 lines: it still carries its own stage lifecycle, watchdog and printer beside
+// the trial machinery's; making bench a timed mode of the trials (the verification-speed issue) will
+// remove those copies and split what is left, so it is not split by hand before then.
+//
 // For each shape (default: the four GPU MODE benchmark shapes, distribution `normal`, seed 1):
 //   1. the exact reference (with abs sums, for the tolerance in compare.hpp);
 //   2. the yardstick: the cuBLASLt bf16 GEMM alone over [B1;B2] on operands decoded ahead of time,

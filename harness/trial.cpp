@@ -1,4 +1,6 @@
-// trial.cpp — the child-process protocol, the stage watchdog and trial evaluation (see trial.hpp).
+// trial.cpp — the SPEC encoding, the parent's side of a trial (fork/exec, the stage watchdog,
+// reading the child's report) and trial evaluation (see trial.hpp). The child's side is
+// trial_child.cpp.
 //
 // Parent and child agree on: the SPEC encoding (encode_trial/decode_trial), the message lines on
 // the pipe (tab-separated, fields backslash-escaped) and the files in the trial directory:
@@ -178,21 +180,11 @@ TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool*
 }
 
 // ---------------------------------------------------------------------------------------------
-// Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline.
+// Parent side.
 
 namespace {
 
-std::string line_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '\\') o += "\\\\";
-    else if (ch == '\n') o += "\\n";
-    else if (ch == '\t') o += "\\t";
-    else o += ch;
-  }
-  return o;
-}
-
+// A message line split into its fields (trial_child.cpp escapes them).
 std::vector<std::string> split_line(const std::string& line) {
   std::vector<std::string> fields(1);
   for (size_t i = 0; i < line.size(); ++i) {
@@ -209,55 +201,6 @@ std::vector<std::string> split_line(const std::string& line) {
   return fields;
 }
 
-// The child's end of the pipe. write() directly: nothing sits in a buffer when the child dies.
-class Channel {
- public:
-  explicit Channel(int fd) : fd_(fd) {}
-  void send(const std::string& kind, const std::vector<std::string>& fields = {}) {
-    std::string line = kind;
-    for (const auto& f : fields) line += '\t' + line_escape(f);
-    line += '\n';
-    const char* p = line.data();
-    size_t left = line.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd_, p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        _exit(3);  // the parent is gone: nothing left to report to
-      }
-      p += n;
-      left -= size_t(n);
-    }
-  }
-
- private:
-  int fd_;
-};
-
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f", s);
-  return buf;
-}
-
-// Runs `body` as one stage: enter, body, leave with the wall time. An exception leaves the stage
-// open (the parent then knows where it happened).
-template <class F>
-void stage(Channel& ch, const std::string& name, F&& body) {
-  ch.send("enter", {name});
-  const auto t0 = Clock::now();
-  body();
-  ch.send("leave", {name, seconds_text(std::chrono::duration<double>(Clock::now() - t0).count())});
-}
-
-void write_file(const std::string& path, const void* data, size_t bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  const size_t n = bytes ? std::fwrite(data, 1, bytes, f) : 0;
-  const bool ok = std::fclose(f) == 0 && n == bytes;
-  if (!ok) throw std::runtime_error("short write to " + path);
-}
-
 bool read_file(const std::string& path, void* data, size_t bytes) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return false;
@@ -266,156 +209,6 @@ bool read_file(const std::string& path, void* data, size_t bytes) {
   std::fclose(f);
   return exact;
 }
-
-void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe) {
-  const Registry& reg = Registry::instance();
-  const Backend* be = nullptr;
-  const TrialOptions& o = t.options;
-  std::vector<Problem> sets;  // index: input set (cases.hpp); the last one is the warm-up's
-  bool skip = false;
-  if (!t.plugin.empty()) {
-    // The plugin's code runs from here on, in this child only: its load-time work is stage load.
-    std::shared_ptr<const LoadedPlugin> plugin;
-    stage(ch, "load", [&] {
-      plugin = load_plugin(t.plugin);
-      register_plugin(plugin);
-    });
-    if (t.backend.empty()) {  // the load probe: what the plugin declares
-      ch.send("manifest", {"backend", plugin->backend_name(), reg.backend(plugin->backend_name())->summary});
-      for (const auto& po : plugin->optimizations) {
-        std::string stages;
-        for (Stage s : po.stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(s);
-        ch.send("manifest", {"optimization", po.name, stages, po.summary});
-      }
-      return;
-    }
-    if (plugin->backend_name() != t.backend)
-      throw InputError("plugin " + t.plugin + " now calls itself " + plugin->backend_name() + ", not " + t.backend);
-  }
-  stage(ch, "setup", [&] {
-    be = reg.backend(t.backend);
-    if (!be) throw InputError("unknown backend '" + t.backend + "'");
-    const Support avail = be->available ? be->available() : Support::yes();
-    if (!avail.ok) {
-      ch.send("skip", {"backend " + t.backend + " unavailable: " + avail.reason});
-      skip = true;
-      return;
-    }
-    if (probe) {
-      ch.send("available");
-      skip = true;
-      return;
-    }
-    check_combo(t.backend, t.combo);
-    sets.push_back(t.c.make());
-    const Support sup = combo_supports(t.backend, t.combo, sets[0].shape);
-    if (!sup.ok) {
-      ch.send("skip", {t.combo.str() + " does not support " + sets[0].shape.str() + ": " + sup.reason});
-      skip = true;
-      return;
-    }
-    for (int k = 1; k <= warmup_set(o.runs); ++k) sets.push_back(make_input_set(t.c, sets[0], k, o.fresh));
-  });
-  if (skip) return;
-  const Problem& problem = sets[0];
-
-  auto faults_at = [&](Stage s) {
-    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds))
-      ch.send("note", {note});
-  };
-  std::unique_ptr<Plan> plan;
-  stage(ch, "init", [&] {
-    faults_at(Stage::Init);
-    plan = build_plan(t.backend, t.combo, sets[size_t(warmup_set(o.runs))], o.plan);
-    if (!plan) throw std::runtime_error("build_plan returned no plan");
-  });
-  ch.send("describe", {plan->describe()});
-  if (combo_has_stage(t.backend, t.combo, Stage::Tune)) {
-    stage(ch, "tune", [&] {
-      faults_at(Stage::Tune);
-      plan->tune();
-    });
-    ch.send("describe", {plan->describe()});
-  }
-  stage(ch, "warmup", [&] {
-    faults_at(Stage::Warmup);
-    for (int i = 0; i < o.warmup; ++i) {
-      plan->enqueue();
-      plan->synchronize();
-    }
-  });
-  if (combo_has_stage(t.backend, t.combo, Stage::Capture)) {
-    stage(ch, "capture", [&] {
-      faults_at(Stage::Capture);
-      plan->capture();
-    });
-    ch.send("describe", {plan->describe()});
-  }
-  stage(ch, "run", [&] {
-    faults_at(Stage::Run);
-    std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
-    for (int call = 0; call < o.runs; ++call) {
-      const int set = checked_call_set(call + 1);
-      plan->set_inputs(sets[size_t(set)], o.fresh);
-      // Every checked call but the last starts from the poison pattern (an element it does not
-      // write is caught as unwritten); the last starts from the previous call's output, so a path
-      // that only computes when it sees the poison returns that stale output and fails.
-      if (o.runs == 1 || call + 1 < o.runs) plan->poison_output(kPoisonBits);
-      plan->enqueue();
-      plan->synchronize();
-      plan->read_output(c.data());
-      if (call == o.runs - 1)
-        for (const auto& note : apply_output_faults(o.faults, t.combo, problem.shape, c.data(), kPoisonBits))
-          ch.send("note", {note});
-      write_file(dir + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
-      ch.send("output", {std::to_string(call), std::to_string(set)});
-    }
-    std::vector<float> g, u;
-    if (plan->read_intermediates(g, u)) {
-      write_file(dir + "/g.f32", g.data(), g.size() * 4);
-      write_file(dir + "/u.f32", u.data(), u.size() * 4);
-      ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
-    }
-  });
-  stage(ch, "teardown", [&] { plan.reset(); });
-}
-
-}  // namespace
-
-int child_main(const std::string& encoded) {
-  setpgid(0, 0);  // own process group: the parent kills the whole group on a timeout
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);  // crash drills must not litter core files
-  int fd = -1;
-  std::string dir;
-  bool probe = false;
-  TrialSpec spec;
-  try {
-    spec = decode_trial(encoded, &fd, &dir, &probe);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "harness child: %s\n", e.what());
-    return 2;
-  }
-  if (fd < 0) return 2;
-  Channel ch(fd);
-  try {
-    child_body(ch, spec, dir, probe);
-    ch.send("done");
-  } catch (const InputError& e) {
-    ch.send("error", {std::string("InputError: ") + e.what()});
-  } catch (const std::exception& e) {
-    ch.send("error", {e.what()});
-  } catch (...) {
-    ch.send("error", {"unknown exception"});
-  }
-  std::fflush(nullptr);
-  _exit(0);  // skip static destructors (driver teardown is not part of any trial)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Parent side.
-
-namespace {
 
 std::string signal_text(int sig) {
   switch (sig) {
@@ -765,146 +558,6 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe) {
 
 TrialResult TrialRunner::run(const TrialSpec& spec, ReferenceCache& cache) {
   return evaluate_trial(spec, run_child(spec), cache);
-}
-
-namespace {
-
-std::string joined(const std::vector<int>& v, const char* sep = ",") {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
-  return s;
-}
-
-}  // namespace
-
-TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
-  TrialResult r;
-  r.spec = spec;
-  r.outcome = child.outcome;
-  r.stage = child.stage;
-  r.stage_elapsed = child.stage_elapsed;
-  r.message = child.message;
-  r.stages = child.stages;
-  r.describe = child.describe;
-  r.notes = child.notes;
-  r.child_log = child.child_log;
-  r.wall = child.wall;
-  if (child.outcome != Outcome::Pass) return r;
-
-  const InputSet mode = spec.options.fresh;
-  const int runs = spec.options.runs;
-  const auto case_info = cache.get(spec.c);  // set 0: the case itself
-  r.spec.c.shape = case_info->ref.shape;
-  r.warnings = case_info->warnings;
-  const int64_t elems = case_info->ref.shape.c_elems();
-  const int calls = int(child.outputs.size());
-  auto error = [&](const std::string& why) {
-    r.outcome = Outcome::Error;
-    r.stage = "run";
-    r.message = why;
-    return r;
-  };
-  if (calls != runs)
-    return error("the child reported " + std::to_string(calls) + " outputs; expected " + std::to_string(runs));
-  for (int i = 0; i < calls; ++i) {
-    if (int64_t(child.outputs[size_t(i)].size()) != elems)
-      return error("output has " + std::to_string(child.outputs[size_t(i)].size()) +
-                   " elements; the case has " + std::to_string(elems));
-    const int want = checked_call_set(i + 1);
-    const int got = i < int(child.output_sets.size()) ? child.output_sets[size_t(i)] : -1;
-    if (got != want)
-      return error("the child wrote input set " + std::to_string(got) + " before call " +
-                   std::to_string(i + 1) + "; expected " + std::to_string(want));
-  }
-
-  // Every call against the reference of its own input set. The intermediates belong to the last
-  // call (trial.hpp), so only its comparison can attribute an error to a GEMM or the epilogue.
-  r.compared = true;
-  std::vector<int> failing;
-  std::vector<std::shared_ptr<const CaseInfo>> infos;
-  for (int i = 0; i < calls; ++i) {
-    const int set = checked_call_set(i + 1);
-    infos.push_back(cache.get(spec.c, set, mode));
-    const CaseInfo& info = *infos.back();
-    if (info.degeneracy.degenerate() && !r.degenerate) {
-      r.degenerate = true;
-      r.degeneracy = (set == 0 ? "" : input_set_label(set, runs) + ": ") + info.degeneracy.describe();
-    }
-    const bool mid = child.have_intermediates && i == calls - 1;
-    Comparison c = compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
-                                  mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1);
-    r.set_per_call.push_back(set);
-    r.over_per_call.push_back(c.over_tolerance);
-    r.matches_set_per_call.push_back(-1);
-    if (!c.pass()) failing.push_back(i + 1);
-    const bool better = r.cmp_call == 0 || (!c.pass() && r.cmp.pass()) ||
-                        c.over_tolerance > r.cmp.over_tolerance ||
-                        (c.over_tolerance == r.cmp.over_tolerance && r.cmp.over_tolerance == 0 &&
-                         (c.stat_margin < r.cmp.stat_margin ||
-                          (c.stat_margin == r.cmp.stat_margin && c.max_ulp > r.cmp.max_ulp)));
-    if (better) {
-      r.cmp = std::move(c);
-      r.cmp_call = i + 1;
-    }
-  }
-  if (failing.empty()) {
-    r.outcome = Outcome::Pass;
-    r.stage.clear();
-    return r;
-  }
-
-  // Does a failing output pass against another set's reference (a checked call's or the
-  // warm-up's)? Then the path computed on inputs it should no longer see.
-  for (int call : failing) {
-    const int own = checked_call_set(call);
-    for (int other = 0; other <= warmup_set(runs); ++other) {
-      if (other == own) continue;
-      const auto info = cache.get(spec.c, other, mode);
-      const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2,
-                                          child.outputs[size_t(call - 1)].data(), nullptr, nullptr, call);
-      if (c.pass()) {
-        r.matches_set_per_call[size_t(call - 1)] = other;
-        break;
-      }
-    }
-  }
-
-  r.outcome = Outcome::Fail;
-  r.stage = "run";
-  r.stage_elapsed = r.stage_seconds("run");
-  std::vector<int> failing_sets;
-  for (int f : failing) failing_sets.push_back(checked_call_set(f));
-  std::ostringstream m;
-  const bool one = failing.size() == 1;
-  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls << " (input set"
-    << (one ? " " : "s ") << joined(failing_sets) << "): " << r.cmp.over_tolerance << " of "
-    << r.cmp.elements << " elements over tolerance";
-  if (!one) m << " in call " << r.cmp_call;
-  std::vector<std::string> kinds;
-  if (r.cmp.poisoned) kinds.push_back(std::to_string(r.cmp.poisoned) + " unwritten");
-  if (r.cmp.nan_mismatch) kinds.push_back(std::to_string(r.cmp.nan_mismatch) + " NaN mismatch");
-  if (r.cmp.inf_mismatch) kinds.push_back(std::to_string(r.cmp.inf_mismatch) + " inf mismatch");
-  if (!kinds.empty()) {
-    m << " (";
-    for (size_t i = 0; i < kinds.size(); ++i) m << (i ? ", " : "") << kinds[i];
-    m << ")";
-  }
-  if (one && calls > 1) m << " (other calls pass)";
-  std::vector<std::string> stale;
-  for (int call : failing) {
-    const int other = r.matches_set_per_call[size_t(call - 1)];
-    if (other < 0) continue;
-    stale.push_back((one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
-                    " matches the reference of " + input_set_label(other, runs));
-  }
-  if (!stale.empty()) {
-    m << "; ";
-    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
-    m << ": stale inputs or a cached result?";
-  }
-  if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
-  r.message = m.str();
-  return r;
 }
 
 }  // namespace nvfp4

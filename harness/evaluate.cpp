@@ -1,0 +1,152 @@
+// evaluate.cpp — a child's report turned into a trial result: every checked call against the exact
+// reference of its own input set, both criteria (compare.hpp), and the stale-output diagnosis (a
+// failing output that matches another set's reference). See trial.hpp, evaluate_trial.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trial.hpp"
+
+namespace nvfp4 {
+
+namespace {
+
+std::string joined(const std::vector<int>& v, const char* sep = ",") {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+  return s;
+}
+
+}  // namespace
+
+TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
+  TrialResult r;
+  r.spec = spec;
+  r.outcome = child.outcome;
+  r.stage = child.stage;
+  r.stage_elapsed = child.stage_elapsed;
+  r.message = child.message;
+  r.stages = child.stages;
+  r.describe = child.describe;
+  r.notes = child.notes;
+  r.child_log = child.child_log;
+  r.wall = child.wall;
+  if (child.outcome != Outcome::Pass) return r;
+
+  const InputSet mode = spec.options.fresh;
+  const int runs = spec.options.runs;
+  const auto case_info = cache.get(spec.c);  // set 0: the case itself
+  r.spec.c.shape = case_info->ref.shape;
+  r.warnings = case_info->warnings;
+  const int64_t elems = case_info->ref.shape.c_elems();
+  const int calls = int(child.outputs.size());
+  auto error = [&](const std::string& why) {
+    r.outcome = Outcome::Error;
+    r.stage = "run";
+    r.message = why;
+    return r;
+  };
+  if (calls != runs)
+    return error("the child reported " + std::to_string(calls) + " outputs; expected " + std::to_string(runs));
+  for (int i = 0; i < calls; ++i) {
+    if (int64_t(child.outputs[size_t(i)].size()) != elems)
+      return error("output has " + std::to_string(child.outputs[size_t(i)].size()) +
+                   " elements; the case has " + std::to_string(elems));
+    const int want = checked_call_set(i + 1);
+    const int got = i < int(child.output_sets.size()) ? child.output_sets[size_t(i)] : -1;
+    if (got != want)
+      return error("the child wrote input set " + std::to_string(got) + " before call " +
+                   std::to_string(i + 1) + "; expected " + std::to_string(want));
+  }
+
+  // Every call against the reference of its own input set. The intermediates belong to the last
+  // call (trial.hpp), so only its comparison can attribute an error to a GEMM or the epilogue.
+  r.compared = true;
+  std::vector<int> failing;
+  std::vector<std::shared_ptr<const CaseInfo>> infos;
+  for (int i = 0; i < calls; ++i) {
+    const int set = checked_call_set(i + 1);
+    infos.push_back(cache.get(spec.c, set, mode));
+    const CaseInfo& info = *infos.back();
+    if (info.degeneracy.degenerate() && !r.degenerate) {
+      r.degenerate = true;
+      r.degeneracy = (set == 0 ? "" : input_set_label(set, runs) + ": ") + info.degeneracy.describe();
+    }
+    const bool mid = child.have_intermediates && i == calls - 1;
+    Comparison c = compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
+                                  mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1);
+    r.set_per_call.push_back(set);
+    r.over_per_call.push_back(c.over_tolerance);
+    r.matches_set_per_call.push_back(-1);
+    if (!c.pass()) failing.push_back(i + 1);
+    const bool better = r.cmp_call == 0 || (!c.pass() && r.cmp.pass()) ||
+                        c.over_tolerance > r.cmp.over_tolerance ||
+                        (c.over_tolerance == r.cmp.over_tolerance && r.cmp.over_tolerance == 0 &&
+                         (c.stat_margin < r.cmp.stat_margin ||
+                          (c.stat_margin == r.cmp.stat_margin && c.max_ulp > r.cmp.max_ulp)));
+    if (better) {
+      r.cmp = std::move(c);
+      r.cmp_call = i + 1;
+    }
+  }
+  if (failing.empty()) {
+    r.outcome = Outcome::Pass;
+    r.stage.clear();
+    return r;
+  }
+
+  // Does a failing output pass against another set's reference (a checked call's or the
+  // warm-up's)? Then the path computed on inputs it should no longer see.
+  for (int call : failing) {
+    const int own = checked_call_set(call);
+    for (int other = 0; other <= warmup_set(runs); ++other) {
+      if (other == own) continue;
+      const auto info = cache.get(spec.c, other, mode);
+      const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2,
+                                          child.outputs[size_t(call - 1)].data(), nullptr, nullptr, call);
+      if (c.pass()) {
+        r.matches_set_per_call[size_t(call - 1)] = other;
+        break;
+      }
+    }
+  }
+
+  r.outcome = Outcome::Fail;
+  r.stage = "run";
+  r.stage_elapsed = r.stage_seconds("run");
+  std::vector<int> failing_sets;
+  for (int f : failing) failing_sets.push_back(checked_call_set(f));
+  std::ostringstream m;
+  const bool one = failing.size() == 1;
+  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls << " (input set"
+    << (one ? " " : "s ") << joined(failing_sets) << "): " << r.cmp.over_tolerance << " of "
+    << r.cmp.elements << " elements over tolerance";
+  if (!one) m << " in call " << r.cmp_call;
+  std::vector<std::string> kinds;
+  if (r.cmp.poisoned) kinds.push_back(std::to_string(r.cmp.poisoned) + " unwritten");
+  if (r.cmp.nan_mismatch) kinds.push_back(std::to_string(r.cmp.nan_mismatch) + " NaN mismatch");
+  if (r.cmp.inf_mismatch) kinds.push_back(std::to_string(r.cmp.inf_mismatch) + " inf mismatch");
+  if (!kinds.empty()) {
+    m << " (";
+    for (size_t i = 0; i < kinds.size(); ++i) m << (i ? ", " : "") << kinds[i];
+    m << ")";
+  }
+  if (one && calls > 1) m << " (other calls pass)";
+  std::vector<std::string> stale;
+  for (int call : failing) {
+    const int other = r.matches_set_per_call[size_t(call - 1)];
+    if (other < 0) continue;
+    stale.push_back((one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
+                    " matches the reference of " + input_set_label(other, runs));
+  }
+  if (!stale.empty()) {
+    m << "; ";
+    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
+    m << ": stale inputs or a cached result?";
+  }
+  if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
+  r.message = m.str();
+  return r;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,237 @@
+// trial_child.cpp — the child's side of a trial: `harness --child-trial SPEC` runs the stages and
+// reports each over the pipe (see trial.hpp; the parent's side and the SPEC encoding are trial.cpp).
+//
+// Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline. Files in the trial
+// directory: out<i>.f16 (checked call i+1's output), g.f32/u.f32 (the last call's intermediates).
+#include "trial.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "errors.hpp"
+#include "external.hpp"
+#include "plugin_plan.hpp"
+
+namespace nvfp4 {
+
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline.
+
+namespace {
+
+std::string line_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '\\') o += "\\\\";
+    else if (ch == '\n') o += "\\n";
+    else if (ch == '\t') o += "\\t";
+    else o += ch;
+  }
+  return o;
+}
+
+
+// The child's end of the pipe. write() directly: nothing sits in a buffer when the child dies.
+class Channel {
+ public:
+  explicit Channel(int fd) : fd_(fd) {}
+  void send(const std::string& kind, const std::vector<std::string>& fields = {}) {
+    std::string line = kind;
+    for (const auto& f : fields) line += '\t' + line_escape(f);
+    line += '\n';
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        _exit(3);  // the parent is gone: nothing left to report to
+      }
+      p += n;
+      left -= size_t(n);
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", s);
+  return buf;
+}
+
+// Runs `body` as one stage: enter, body, leave with the wall time. An exception leaves the stage
+// open (the parent then knows where it happened).
+template <class F>
+void stage(Channel& ch, const std::string& name, F&& body) {
+  ch.send("enter", {name});
+  const auto t0 = Clock::now();
+  body();
+  ch.send("leave", {name, seconds_text(std::chrono::duration<double>(Clock::now() - t0).count())});
+}
+
+void write_file(const std::string& path, const void* data, size_t bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  const size_t n = bytes ? std::fwrite(data, 1, bytes, f) : 0;
+  const bool ok = std::fclose(f) == 0 && n == bytes;
+  if (!ok) throw std::runtime_error("short write to " + path);
+}
+
+
+void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe) {
+  const Registry& reg = Registry::instance();
+  const Backend* be = nullptr;
+  const TrialOptions& o = t.options;
+  std::vector<Problem> sets;  // index: input set (cases.hpp); the last one is the warm-up's
+  bool skip = false;
+  if (!t.plugin.empty()) {
+    // The plugin's code runs from here on, in this child only: its load-time work is stage load.
+    std::shared_ptr<const LoadedPlugin> plugin;
+    stage(ch, "load", [&] {
+      plugin = load_plugin(t.plugin);
+      register_plugin(plugin);
+    });
+    if (t.backend.empty()) {  // the load probe: what the plugin declares
+      ch.send("manifest", {"backend", plugin->backend_name(), reg.backend(plugin->backend_name())->summary});
+      for (const auto& po : plugin->optimizations) {
+        std::string stages;
+        for (Stage s : po.stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(s);
+        ch.send("manifest", {"optimization", po.name, stages, po.summary});
+      }
+      return;
+    }
+    if (plugin->backend_name() != t.backend)
+      throw InputError("plugin " + t.plugin + " now calls itself " + plugin->backend_name() + ", not " + t.backend);
+  }
+  stage(ch, "setup", [&] {
+    be = reg.backend(t.backend);
+    if (!be) throw InputError("unknown backend '" + t.backend + "'");
+    const Support avail = be->available ? be->available() : Support::yes();
+    if (!avail.ok) {
+      ch.send("skip", {"backend " + t.backend + " unavailable: " + avail.reason});
+      skip = true;
+      return;
+    }
+    if (probe) {
+      ch.send("available");
+      skip = true;
+      return;
+    }
+    check_combo(t.backend, t.combo);
+    sets.push_back(t.c.make());
+    const Support sup = combo_supports(t.backend, t.combo, sets[0].shape);
+    if (!sup.ok) {
+      ch.send("skip", {t.combo.str() + " does not support " + sets[0].shape.str() + ": " + sup.reason});
+      skip = true;
+      return;
+    }
+    for (int k = 1; k <= warmup_set(o.runs); ++k) sets.push_back(make_input_set(t.c, sets[0], k, o.fresh));
+  });
+  if (skip) return;
+  const Problem& problem = sets[0];
+
+  auto faults_at = [&](Stage s) {
+    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds))
+      ch.send("note", {note});
+  };
+  std::unique_ptr<Plan> plan;
+  stage(ch, "init", [&] {
+    faults_at(Stage::Init);
+    plan = build_plan(t.backend, t.combo, sets[size_t(warmup_set(o.runs))], o.plan);
+    if (!plan) throw std::runtime_error("build_plan returned no plan");
+  });
+  ch.send("describe", {plan->describe()});
+  if (combo_has_stage(t.backend, t.combo, Stage::Tune)) {
+    stage(ch, "tune", [&] {
+      faults_at(Stage::Tune);
+      plan->tune();
+    });
+    ch.send("describe", {plan->describe()});
+  }
+  stage(ch, "warmup", [&] {
+    faults_at(Stage::Warmup);
+    for (int i = 0; i < o.warmup; ++i) {
+      plan->enqueue();
+      plan->synchronize();
+    }
+  });
+  if (combo_has_stage(t.backend, t.combo, Stage::Capture)) {
+    stage(ch, "capture", [&] {
+      faults_at(Stage::Capture);
+      plan->capture();
+    });
+    ch.send("describe", {plan->describe()});
+  }
+  stage(ch, "run", [&] {
+    faults_at(Stage::Run);
+    std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
+    for (int call = 0; call < o.runs; ++call) {
+      const int set = checked_call_set(call + 1);
+      plan->set_inputs(sets[size_t(set)], o.fresh);
+      // Every checked call but the last starts from the poison pattern (an element it does not
+      // write is caught as unwritten); the last starts from the previous call's output, so a path
+      // that only computes when it sees the poison returns that stale output and fails.
+      if (o.runs == 1 || call + 1 < o.runs) plan->poison_output(kPoisonBits);
+      plan->enqueue();
+      plan->synchronize();
+      plan->read_output(c.data());
+      if (call == o.runs - 1)
+        for (const auto& note : apply_output_faults(o.faults, t.combo, problem.shape, c.data(), kPoisonBits))
+          ch.send("note", {note});
+      write_file(dir + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
+      ch.send("output", {std::to_string(call), std::to_string(set)});
+    }
+    std::vector<float> g, u;
+    if (plan->read_intermediates(g, u)) {
+      write_file(dir + "/g.f32", g.data(), g.size() * 4);
+      write_file(dir + "/u.f32", u.data(), u.size() * 4);
+      ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
+    }
+  });
+  stage(ch, "teardown", [&] { plan.reset(); });
+}
+
+}  // namespace
+
+int child_main(const std::string& encoded) {
+  setpgid(0, 0);  // own process group: the parent kills the whole group on a timeout
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // crash drills must not litter core files
+  int fd = -1;
+  std::string dir;
+  bool probe = false;
+  TrialSpec spec;
+  try {
+    spec = decode_trial(encoded, &fd, &dir, &probe);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "harness child: %s\n", e.what());
+    return 2;
+  }
+  if (fd < 0) return 2;
+  Channel ch(fd);
+  try {
+    child_body(ch, spec, dir, probe);
+    ch.send("done");
+  } catch (const InputError& e) {
+    ch.send("error", {std::string("InputError: ") + e.what()});
+  } catch (const std::exception& e) {
+    ch.send("error", {e.what()});
+  } catch (...) {
+    ch.send("error", {"unknown exception"});
+  }
+  std::fflush(nullptr);
+  _exit(0);  // skip static destructors (driver teardown is not part of any trial)
+}
+
+}  // namespace nvfp4
