@@ -120,9 +120,12 @@ std::string trial_summary(const TrialResult& r) {
       break;
     case Outcome::Timeout:
     case Outcome::Crash:
-    case Outcome::Error:
-      s += "  " + r.message;
+    case Outcome::Error: {
+      // A progress line stays one line: the message's first line (details print the whole).
+      const size_t nl = r.message.find('\n');
+      s += "  " + r.message.substr(0, nl) + (nl == std::string::npos ? "" : " ...");
       break;
+    }
     case Outcome::Skip:
     case Outcome::Blocked:
       s += "  " + r.message;

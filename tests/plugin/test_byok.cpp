@@ -156,3 +156,30 @@ TEST_CASE("--submission: a submission without custom_kernel is an ERROR naming t
   CHECK(missing.rc == 2);
   CHECK(has(missing.out, "no such file"));
 }
+
+TEST_CASE("--bisect: the verdict and progress lines are one line even when an error message is not") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  // Two toggles that fail only together, with a two-line exception at import (as PyTorch's are).
+  const std::string pair = submission(
+      "import os\nNVFP4_TOGGLES = [\"left\", \"right\"]\n"
+      "if os.environ.get(\"NVFP4_TOGGLES\") == \"left+right\":\n"
+      "    raise RuntimeError(\"first line of the reason\\nsecond line of the reason\")");
+  const auto r = run_argv(with_case({"--submission", pair, "--bisect", "left+right"}), 120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  const size_t at = r.out.find("culprit: left+right");
+  REQUIRE(at != std::string::npos);
+  const std::string verdict = r.out.substr(at, r.out.find('\n', at) - at);
+  CHECK(has(verdict, "RuntimeError: first line"));
+  CHECK_FALSE(has(verdict, "second line"));
+  CHECK(has(verdict, "each alone passes"));
+  // The progress line of the failing trial is one line too.
+  const size_t p = r.out.find("submission:sub left+right 33x65x160");
+  REQUIRE(p != std::string::npos);
+  CHECK_FALSE(has(r.out.substr(p, r.out.find('\n', p) - p), "second line"));
+  CHECK(r.out.find("\nsecond line") == std::string::npos);
+}
