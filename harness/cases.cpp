@@ -114,6 +114,18 @@ size_t CaseInfo::bytes() const {
          sizeof(uint16_t) * ref.c.size();
 }
 
+std::shared_ptr<const CaseInfo> CaseInfo::light() const {
+  auto l = std::make_shared<CaseInfo>();
+  l->spec = spec;
+  l->alpha1 = alpha1;
+  l->alpha2 = alpha2;
+  l->degeneracy = degeneracy;
+  l->warnings = warnings;
+  l->reference_seconds = reference_seconds;
+  l->ref.shape = ref.shape;
+  return l;
+}
+
 std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set, InputSet mode) {
   auto info = std::make_shared<CaseInfo>();
   info->spec = spec;
@@ -168,15 +180,7 @@ std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int se
   bool seen = set != 0;
   for (const auto& s : seen_summary_) seen |= same_case(s->spec, info->spec);
   if (!seen) {
-    auto light = std::make_shared<CaseInfo>();
-    light->spec = info->spec;
-    light->alpha1 = info->alpha1;
-    light->alpha2 = info->alpha2;
-    light->degeneracy = info->degeneracy;
-    light->warnings = info->warnings;
-    light->reference_seconds = info->reference_seconds;
-    light->ref.shape = info->ref.shape;
-    seen_summary_.push_back(light);
+    seen_summary_.push_back(info->light());
   }
   return info;
 }

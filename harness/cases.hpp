@@ -86,6 +86,8 @@ struct CaseInfo {
   std::vector<std::string> warnings;      // suspicious scale bytes
   double reference_seconds = 0;
   size_t bytes() const;
+  // A copy with the case's names, flags and shape but none of the reference arrays (for summaries).
+  std::shared_ptr<const CaseInfo> light() const;
 };
 
 // Computes the reference for a problem (input set `set` of `spec`), with abs sums, and the flags.

@@ -50,15 +50,7 @@ CheckResult check_output(const Problem& p, const uint16_t* output, bool keep_ref
   CheckResult r;
   r.cmp = compare_output(info->ref, info->alpha1, info->alpha2, output, nullptr, nullptr, 1);
   if (!keep_reference) {  // the flags and names, without copying the arrays
-    auto light = std::make_shared<CaseInfo>();
-    light->spec = info->spec;
-    light->alpha1 = info->alpha1;
-    light->alpha2 = info->alpha2;
-    light->degeneracy = info->degeneracy;
-    light->warnings = info->warnings;
-    light->reference_seconds = info->reference_seconds;
-    light->ref.shape = info->ref.shape;
-    info = light;
+    info = info->light();
   }
   r.info = info;
   return r;

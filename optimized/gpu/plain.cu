@@ -1,6 +1,6 @@
 // plain.cu — the "gpu" backend's plain path, the GEMM-only yardstick and the bf16 peak probe.
 //
-// Plain (docs/design.md §3, issue 4), Hopper and newer:
+// Plain (docs/design.md §3), Hopper and newer:
 //   init      upload A, SFA; decode B1 and B2 ONCE into one concatenated bf16 matrix
 //             Bcat = [B1; B2] (L, 2N, K) — they are the weights of the layer, so a real engine
 //             would hold them decoded; prepare cuBLASLt (handle, descriptors, workspace, the
