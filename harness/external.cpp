@@ -89,8 +89,12 @@ void register_manifest(const Manifest& m) {
     o.backend = m.backend;
     o.name = mo.name;
     o.summary = mo.summary;
-    o.kind = OptKind::Wrapper;
+    o.kind = mo.kind;
+    o.order = mo.order;
     o.stages = mo.stages;
+    o.make = [refuse](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
+      throw std::logic_error(refuse("an optimization"));
+    };
     o.wrap = [refuse](std::unique_ptr<Plan>, const PlanOptions&) -> std::unique_ptr<Plan> {
       throw std::logic_error(refuse("an optimization"));
     };
@@ -98,17 +102,29 @@ void register_manifest(const Manifest& m) {
   }
 }
 
-Manifest plugin_manifest(const ChildReport& probe) {
+Manifest probe_manifest(const ChildReport& probe) {
   Manifest m;
   for (const auto& f : probe.manifest) {
     if (f.size() >= 3 && f[0] == "backend") {
+      if (!m.backend.empty())
+        throw InputError("the load probe reported two backends, " + m.backend + " and " + f[1] + " (one per module)");
       m.backend = f[1];
       m.summary = f[2];
     } else if (f.size() >= 4 && f[0] == "optimization") {
-      m.optimizations.push_back({f[1], f[3], parse_stages(f[2], m.backend)});
+      ManifestOptimization mo{f[1], f[3], parse_stages(f[2], m.backend)};
+      // Built-in modules add the kind and the wrapper order (trial_child.cpp).
+      if (f.size() >= 6) {
+        mo.kind = f[4] == "variant" ? OptKind::Variant : OptKind::Wrapper;
+        try {
+          mo.order = std::stoi(f[5]);
+        } catch (const std::exception&) {
+          throw InputError("the load probe reported a bad order '" + f[5] + "' for " + f[1]);
+        }
+      }
+      m.optimizations.push_back(std::move(mo));
     }
   }
-  if (m.backend.empty()) throw InputError("the plugin's load probe reported no manifest");
+  if (m.backend.empty()) throw InputError("the load probe reported no manifest");
   return m;
 }
 

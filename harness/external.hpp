@@ -11,7 +11,9 @@
 //   submission  `submission_driver.py describe FILE` reads the submission's declarations without
 //               importing it (ast); the driver's own toggles (compile, max-autotune, graph) are
 //               offered when the submission takes torch data and torch is importable here.
-// Every trial of such a backend then loads the path afresh in its child, in stage load.
+// Every trial of such a backend then loads the path afresh in its child, in stage load. The
+// built-in backends are learned the same way (modules.hpp): their manifests add variants and
+// wrapper orders.
 #pragma once
 #include <string>
 #include <vector>
@@ -23,17 +25,20 @@ namespace nvfp4 {
 struct ManifestOptimization {
   std::string name, summary;
   std::vector<Stage> stages;
+  OptKind kind = OptKind::Wrapper;  // a plugin's and a submission's are all wrappers
+  int order = 0;
 };
 struct Manifest {
   std::string backend, summary;
   std::vector<ManifestOptimization> optimizations;
 };
 
-// Registers `m` in Registry::instance() as a backend and Wrapper optimizations without code.
+// Registers `m` in Registry::instance() as a backend and optimizations without code.
 void register_manifest(const Manifest& m);
 
-// The plugin manifest from a load probe's report (InputError when the report carries none).
-Manifest plugin_manifest(const ChildReport& probe);
+// The manifest from a load probe's report, a plugin's or a built-in module's (InputError when the
+// report carries none).
+Manifest probe_manifest(const ChildReport& probe);
 
 // submission_driver.py: $NVFP4_SUBMISSION_DRIVER, else share/nvfp4_dual/submission_driver.py next
 // to an installed harness, else the harness's source directory. Throws InputError when none exists.

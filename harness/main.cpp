@@ -9,7 +9,9 @@
 // --bench COMBO[,...] (bench.hpp), --list, --report-html REPORT.json (render reports: junit.hpp,
 // html_report.hpp), --merge A.json B.json ... (the reports of --shard I/N runs: shard.hpp,
 // merge.hpp). `harness --child-trial SPEC` is the hidden entry point of trial children
-// (trial.hpp); it is handled before option parsing. Bad usage and bad input are refused before any
+// (trial.hpp), handled before option parsing; `harness --child-bench ARGS...` that of the bench
+// child (bench.hpp). This process never loads path code: the built-in backends are modules that
+// children load (modules.hpp); here they are known by their file names and their load probes. Bad usage and bad input are refused before any
 // work by cli_checks.hpp (tokens, values, paths, memory), in one line.
 #include <boost/program_options.hpp>
 #include <algorithm>
@@ -21,6 +23,9 @@
 #include <iostream>
 #include <sstream>
 #include <sys/stat.h>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "bench.hpp"
 #include "case_dir.hpp"
@@ -34,6 +39,7 @@
 #include "junit.hpp"
 #include "lattice.hpp"
 #include "merge.hpp"
+#include "modules.hpp"
 #include "registry.hpp"
 #include "report.hpp"
 #include "shard.hpp"
@@ -56,21 +62,95 @@ int exit_code_for(const std::vector<TrialResult>& results) {
   return pass ? 0 : 125;
 }
 
-std::vector<std::string> chosen_backends(const po::variables_map& vm) {
+// The backends --backend names: "all" is every built-in one (a module in the paths folder) and
+// every outside path given; a name must be one of those.
+std::vector<std::string> chosen_backends(const po::variables_map& vm, const std::vector<std::string>& builtins,
+                                         const std::vector<std::string>& externals, const ModuleDir& dir) {
+  std::vector<std::string> known = builtins;
+  known.insert(known.end(), externals.begin(), externals.end());
+  if (vm["backend"].as<std::string>() == "all") return known;
   std::vector<std::string> v;
-  if (vm["backend"].as<std::string>() == "all") {
-    for (const auto* b : Registry::instance().backends()) v.push_back(b->name);
-    return v;
-  }
   for (const auto& name : cli::list_values(vm, "backend")) {
-    if (!Registry::instance().backend(name)) {
-      std::string known;
-      for (const auto* b : Registry::instance().backends()) known += (known.empty() ? "" : ", ") + b->name;
-      throw InputError("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw InputError("--backend: unknown backend '" + name + "' (known: " + (list.empty() ? "none" : list) +
+                       ", all" + (builtins.empty() ? "; no built-in backend modules found in " + dir.tried : "") +
+                       ")");
     }
     v.push_back(name);
   }
   return v;
+}
+
+// Load probes of the built-in backends in `backends` (in parallel, one child each; modules.hpp):
+// each module's manifest is registered here; a module that does not load (TIMEOUT, CRASH, ERROR
+// in stage load, or no manifest) is that probe's result in `failed`, and leaves `backends`.
+void load_builtins(std::vector<std::string>& backends, const std::vector<std::string>& builtins,
+                   const TrialOptions& opt, const SuiteFilter& filter, std::vector<TrialResult>& failed) {
+  std::vector<std::string> todo;
+  for (const auto& b : backends)
+    if (std::find(builtins.begin(), builtins.end(), b) != builtins.end()) todo.push_back(b);
+  if (todo.empty()) return;
+  std::vector<ChildReport> reports(todo.size());
+  std::vector<std::atomic<bool>> done(todo.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < todo.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        TrialRunner runner;
+        reports[i] = runner.probe(todo[i], opt);
+      } catch (const std::exception& e) {
+        reports[i].outcome = Outcome::Error;
+        reports[i].stage = "load";
+        reports[i].message = e.what();
+      }
+      done[i] = true;
+    });
+  // Quiet when the probes are quick; a load that takes longer is named while it runs.
+  const auto t0 = std::chrono::steady_clock::now();
+  bool told = false;
+  for (;;) {
+    std::string pending;
+    for (size_t i = 0; i < todo.size(); ++i)
+      if (!done[i]) pending += (pending.empty() ? "" : ", ") + todo[i];
+    if (pending.empty()) break;
+    if (!told && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
+      std::cout << "loading backends: still waiting for " << pending << " after 1 s (each loads in a child, stage load, "
+                << "budget " << opt.budget.load << " s: --budget-load)" << std::endl;
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    ChildReport& rep = reports[i];
+    if (!rep.manifest.empty()) {
+      const Manifest m = probe_manifest(rep);
+      if (m.backend != todo[i])
+        rep.outcome = Outcome::Error, rep.stage = "load",
+        rep.message = "the module registered backend '" + m.backend + "', not '" + todo[i] + "'";
+      else {
+        register_manifest(m);
+        continue;
+      }
+    }
+    TrialSpec spec;
+    spec.backend = todo[i];
+    spec.options = opt;
+    const auto suite = narrow_suite(default_suite(spec.backend), filter);
+    if (!suite.empty()) spec.c = suite.front();
+    if (rep.outcome == Outcome::Pass || rep.outcome == Outcome::Skip) {
+      rep.outcome = Outcome::Error;
+      if (rep.stage.empty()) rep.stage = "load";
+      rep.message = "the module reported no manifest" + (rep.message.empty() ? "" : ": " + rep.message);
+    }
+    ReferenceCache unused;
+    TrialResult r = evaluate_trial(spec, std::move(rep), unused);
+    r.message = "backend " + todo[i] + " did not load (" + module_path(module_dir(), todo[i]) + "): " + r.message;
+    failed.push_back(std::move(r));
+    backends.erase(std::find(backends.begin(), backends.end(), todo[i]));
+  }
 }
 
 // The backends a combination runs on: the named one (where it must be valid), or every backend
@@ -191,7 +271,8 @@ void print_case_check(std::ostream& os, const CheckResult& r, const std::string&
   print_comparison(os, r.cmp, "  ");
 }
 
-int run(int argc, char** argv) {
+// `bench_child`: this process is the bench child (`harness --child-bench ARGS...`, bench.hpp).
+int run(int argc, char** argv, bool bench_child = false) {
   TrialOptions d;  // defaults, shared with the reproducer strings (report.cpp)
   po::options_description modes("Modes");
   modes.add_options()
@@ -292,7 +373,9 @@ int run(int argc, char** argv) {
   if (vm.count("report-html")) return render_reports(vm);
   if (vm.count("bench")) {
     if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
-    const int rc = run_bench(cli::list_values(vm, "bench"), vm);
+    const BenchRequest request = bench_request(cli::list_values(vm, "bench"), vm);
+    if (bench_child) return bench_in_child(request, vm["budget-load"].as<double>());
+    const int rc = run_bench_child(argc, argv);
     if (vm.count("html") && (rc == 0 || rc == 1)) {
       const std::string bench_json = vm["bench-json"].as<std::string>();
       const JsonValue report = read_json_file(bench_json);
@@ -352,7 +435,7 @@ int run(int argc, char** argv) {
       spec.plugin = path;
       spec.options = opt;
       if (probe.outcome == Outcome::Pass) {
-        const Manifest m = plugin_manifest(probe);
+        const Manifest m = probe_manifest(probe);
         if (Registry::instance().backend(m.backend))
           throw InputError("--plugin " + path + ": backend " + m.backend + " is already registered");
         register_manifest(m);
@@ -368,35 +451,14 @@ int run(int argc, char** argv) {
       failed_loads.push_back(std::move(r));
     }
   }
-  opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
-  if (!opt.faults.empty() && vm.count("submission"))
-    throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
   const bool explicit_backend = !vm["backend"].defaulted();
   const bool only_external = !explicit_backend && (vm.count("plugin") || vm.count("submission"));
-  const std::vector<std::string> backends = only_external ? external_backends : chosen_backends(vm);
-  // The combinations to run, checked against the backends before any case is built.
-  const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
-  const std::string what = verify ? vm["verify"].as<std::string>() : "plain";
-  const std::vector<std::string> names = bisecting  ? std::vector<std::string>{vm["bisect"].as<std::string>()}
-                                         : verify     ? cli::list_values(vm, "verify")
-                                                      : std::vector<std::string>{"plain"};
-  std::vector<Combo> combos;
-  std::map<std::string, std::vector<Combo>> per_backend;
-  try {
-    if (backends.empty()) {
-      // Every outside path failed to load (recorded below): nothing else to run.
-    } else if (bisecting) {
-      combos.push_back(Combo::parse(names.front()));
-      for (const auto& b : backends_for(combos.front(), backends, explicit_backend)) per_backend[b] = combos;
-    } else if (what != "all") {
-      for (const auto& t : names) combos.push_back(Combo::parse(t));
-      for (const auto& c : combos)
-        for (const auto& b : backends_for(c, backends, explicit_backend)) per_backend[b].push_back(c);
-    }
-  } catch (const InputError& e) {
-    throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
-  }
+  const ModuleDir modules = module_dir();
+  const std::vector<std::string> builtins = builtin_backends(modules);
+  std::vector<std::string> backends =
+      only_external ? external_backends : chosen_backends(vm, builtins, external_backends, modules);
   // Case-directory mode runs a path (trials) or only checks/saves against the reference.
+  const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
   const bool path_mode = verify || bisecting || explicit_backend;
   // Every case must fit in memory: a case directory's shape comes from its headers alone.
   const cli::MemoryLimit memory = cli::memory_limit(vm);
@@ -408,6 +470,34 @@ int run(int argc, char** argv) {
     for (const auto& b : backends)
       for (const auto& c : narrow_suite(default_suite(b), filter))
         cli::check_memory(c.shape, opt.runs, memory, filter.shapes.empty() ? "suite case" : "--shape");
+  }
+  // The built-in backends' manifests, only when paths will run (or be listed): a bad input above,
+  // a --check or a --save-output of the reference never starts a load probe.
+  const bool runs_paths = verify || bisecting || vm.count("list") || (vm.count("inputs") && path_mode);
+  if (runs_paths) load_builtins(backends, builtins, opt, filter, failed_loads);
+  opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
+  if (!opt.faults.empty() && vm.count("submission"))
+    throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
+  // The combinations to run, checked against the backends before any case is built.
+  const std::string what = verify ? vm["verify"].as<std::string>() : "plain";
+  const std::vector<std::string> names = bisecting  ? std::vector<std::string>{vm["bisect"].as<std::string>()}
+                                         : verify     ? cli::list_values(vm, "verify")
+                                                      : std::vector<std::string>{"plain"};
+  std::vector<Combo> combos;
+  std::map<std::string, std::vector<Combo>> per_backend;
+  try {
+    if (backends.empty() || !runs_paths) {
+      // Every path failed to load (recorded below), or none runs: nothing to check here.
+    } else if (bisecting) {
+      combos.push_back(Combo::parse(names.front()));
+      for (const auto& b : backends_for(combos.front(), backends, explicit_backend)) per_backend[b] = combos;
+    } else if (what != "all") {
+      for (const auto& t : names) combos.push_back(Combo::parse(t));
+      for (const auto& c : combos)
+        for (const auto& b : backends_for(c, backends, explicit_backend)) per_backend[b].push_back(c);
+    }
+  } catch (const InputError& e) {
+    throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
   }
   Session session(opt, argv[0], &std::cout);
   const bool load_failed = !failed_loads.empty();
@@ -549,8 +639,13 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--child-trial") return child_main(argv[2]);
+  const bool bench_child = argc >= 2 && std::string(argv[1]) == "--child-bench";
+  if (bench_child) {
+    argv[1] = argv[0];  // parse the rest as the parent did
+    ++argv, --argc;
+  }
   try {
-    return run(argc, argv);
+    return run(argc, argv, bench_child);
   } catch (const po::error& e) {
     std::cerr << "harness: " << e.what() << " (see harness --help)\n";
     return 2;

@@ -16,6 +16,7 @@
 
 #include "errors.hpp"
 #include "external.hpp"
+#include "modules.hpp"
 #include "plugin_plan.hpp"
 
 namespace nvfp4 {
@@ -89,6 +90,21 @@ void write_file(const std::string& path, const void* data, size_t bytes) {
 }
 
 
+// The backend and its optimizations as registered in this child (after its module loaded): the
+// load probe's manifest lines, with the kind and wrapper order the parent's lattice needs. None
+// when the module did not register the backend its file is named after.
+void send_manifest(Channel& ch, const Registry& reg, const std::string& backend) {
+  if (const Backend* b = reg.backend(backend)) {
+    ch.send("manifest", {"backend", b->name, b->summary});
+    for (const auto* o : reg.optimizations(b->name)) {
+      std::string stages;
+      for (Stage s : o->stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(s);
+      ch.send("manifest", {"optimization", o->name, stages, o->summary,
+                           o->kind == OptKind::Variant ? "variant" : "wrapper", std::to_string(o->order)});
+    }
+  }
+}
+
 void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe) {
   const Registry& reg = Registry::instance();
   const Backend* be = nullptr;
@@ -113,6 +129,18 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     }
     if (plugin->backend_name() != t.backend)
       throw InputError("plugin " + t.plugin + " now calls itself " + plugin->backend_name() + ", not " + t.backend);
+  } else {
+    // A built-in backend: its module's code runs from here on, in this child only (modules.hpp).
+    // (A test binary that links paths into itself and runs its own children has the backend
+    // registered already; the product harness links none.)
+    if (!reg.backend(t.backend))
+      stage(ch, "load", [&] {
+        const std::string path = module_path(module_dir(), t.backend);
+        load_module(path);
+        if (!reg.backend(t.backend))
+          throw std::runtime_error("module " + path + " loaded but registered no backend '" + t.backend + "'");
+      });
+    if (probe) send_manifest(ch, reg, t.backend);  // the load probe: what the module registered
   }
   stage(ch, "setup", [&] {
     be = reg.backend(t.backend);

@@ -34,8 +34,6 @@
 
 namespace nvfp4 {
 
-std::string autotune_cache_file(const std::string& dir) { return dir + "/autotune-cache.txt"; }
-
 namespace {
 
 struct Winner {
@@ -202,6 +200,8 @@ class AutotunePlan : public PlanWrapper {
   std::string how_ = "not tuned yet";
 };
 
+}  // namespace
+
 Optimization autotune_for(const char* backend) {
   Optimization o;
   o.backend = backend;
@@ -216,7 +216,4 @@ Optimization autotune_for(const char* backend) {
   return o;
 }
 
-const bool registered = register_optimization(autotune_for("cpu")) && register_optimization(autotune_for("gpu"));
-
-}  // namespace
 }  // namespace nvfp4

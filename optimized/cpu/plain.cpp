@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu_common.hpp"
+#include "autotune.hpp"
 #include "registry.hpp"
 
 namespace nvfp4 {
@@ -97,6 +98,7 @@ const bool registered = register_backend(Backend{
     },
     nullptr,
 });
+const bool registered_autotune = register_optimization(autotune_for("cpu"));
 
 }  // namespace
 }  // namespace cpu

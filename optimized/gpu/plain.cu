@@ -39,6 +39,7 @@
 #include "gpu_plan.hpp"
 #include "layout.hpp"
 #include "lt_gemm.hpp"
+#include "autotune.hpp"
 #include "registry.hpp"
 
 namespace nvfp4::gpu {
@@ -298,6 +299,7 @@ const bool registered = register_backend(Backend{
       return std::make_unique<PlainPlan>(p, PlainPlan::Mode::Full);
     },
     nullptr});
+const bool registered_autotune = register_optimization(autotune_for("gpu"));
 
 // x[i] = a small non-zero bf16 value from a hash of i (multiples of 1/64 in [-1, 1) \ {0}).
 __global__ void fill_bf16_pattern(__nv_bfloat16* x, int64_t n, uint32_t salt) {

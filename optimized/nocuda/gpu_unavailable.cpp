@@ -8,6 +8,7 @@
 // `git bisect run` would count as a bad commit. Nothing registered here ever runs.
 #include <stdexcept>
 
+#include "autotune.hpp"
 #include "registry.hpp"
 
 namespace nvfp4 {
@@ -23,6 +24,7 @@ const bool registered = register_backend(Backend{
       throw std::runtime_error("built without CUDA");
     },
     nullptr});
+const bool registered_autotune = register_optimization(autotune_for("gpu"));
 
 bool register_unavailable() {
   for (const ListedOptimization& l : listed_optimizations()) {

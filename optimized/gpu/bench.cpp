@@ -1,6 +1,8 @@
-// bench.cpp — `harness --bench COMBO[,COMBO...]`: GPU timing of whole paths, in this process.
+// bench.cpp — `harness --bench COMBO[,COMBO...]`: GPU timing of whole paths. Part of the gpu
+// backend's module (optimized/CMakeLists.txt): the harness runs it in a child process that loads
+// the module (harness/bench.hpp); the options are parsed there into a BenchRequest.
 //
-// Why one file of ~770 lines: it still carries its own stage lifecycle, watchdog and printer beside
+// Why one file of ~700 lines: it still carries its own stage lifecycle, watchdog and printer beside
 // the trial machinery's; making bench a timed mode of the trials (the verification-speed issue) will
 // remove those copies and split what is left, so it is not split by hand before then.
 //
@@ -56,102 +58,9 @@
 #include "reference.hpp"
 #include "registry.hpp"
 
-#if NVFP4_HAVE_CUDA
 #include "gpu/gpu_plan.hpp"
-#endif
-
-namespace po = boost::program_options;
 
 namespace nvfp4 {
-
-BenchWatchdog::BenchWatchdog(double budget_s) : budget_(budget_s), thread_([this] { watch(); }) {}
-
-BenchWatchdog::~BenchWatchdog() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-void BenchWatchdog::step(const std::string& what) {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    what_ = what;
-    armed_ = true;
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(budget_));
-  }
-  cv_.notify_all();
-}
-
-void BenchWatchdog::idle() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    armed_ = false;
-  }
-  cv_.notify_all();
-}
-
-void BenchWatchdog::watch() {
-  std::unique_lock<std::mutex> lock(m_);
-  while (!stop_) {
-    if (!armed_) {
-      cv_.wait(lock);
-      continue;
-    }
-    if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
-        Clock::now() >= deadline_) {
-      char line[1024];
-      std::snprintf(line, sizeof line,
-                    "harness --bench: TIMEOUT: %s exceeded its budget of %.1f s "
-                    "(--bench-budget); ending the process, exit 1\n",
-                    what_.c_str(), budget_);
-      std::fputs(line, stdout);
-      std::fflush(stdout);
-      std::fputs(line, stderr);
-      std::fflush(stderr);
-      std::_Exit(1);  // the hung step may hold the device: no destructors, no atexit handlers
-    }
-  }
-}
-
-po::options_description bench_options() {
-  po::options_description d("Bench mode (--bench COMBO[,COMBO...], GPU only)");
-  d.add_options()
-      ("bench-shapes", po::value<std::string>()->default_value(
-           "256x4096x7168,512x4096x7168,256x3072x4096,512x3072x7168"),
-       "comma-separated shapes MxNxK[xL] to time")
-      ("bench-dist", po::value<std::string>()->default_value("normal"),
-       "input distribution (never all-zero data)")
-      ("bench-seed", po::value<uint64_t>()->default_value(1), "input seed")
-      ("bench-json", po::value<std::string>(), "write the results as JSON to this file")
-      ("bench-rse", po::value<double>()->default_value(0.005),
-       "stop when the median's relative standard error is below this")
-      ("bench-max-time", po::value<double>()->default_value(2.0),
-       "seconds of timed calls per measurement at most")
-      ("bench-min-reps", po::value<int>()->default_value(50), "timed calls per measurement at least")
-      ("bench-max-reps", po::value<int>()->default_value(5000), "timed calls per measurement at most")
-      ("bench-warmup", po::value<int>()->default_value(3), "eager calls before capture and timing")
-      ("bench-peak-size", po::value<int>()->default_value(8192),
-       "size of the cubic bf16 GEMM that measures the peak (0: skip)")
-      ("bench-no-yardstick", po::bool_switch(), "skip the cuBLASLt GEMM-alone yardstick")
-      ("bench-budget", po::value<double>()->default_value(120.0),
-       "seconds one bench step (a stage of a combination, the yardstick, ...) may take; past it "
-       "the bench names the step and exits 1");
-  return d;
-}
-
-#if !NVFP4_HAVE_CUDA
-
-int run_bench(const std::vector<std::string>&, const po::variables_map&) {
-  std::printf("SKIP: bench mode needs the CUDA paths; this build has none\n");
-  return 125;
-}
-
-#else
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -322,9 +231,8 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-}  // namespace
-
-int run_bench(const std::vector<std::string>& combo_texts, const po::variables_map& vm) {
+int run_bench(const BenchRequest& rq) {
+  const std::vector<std::string>& combo_texts = rq.combos;
   // ---- arguments ----
   std::vector<Combo> combos;
   std::vector<Shape> shapes;
@@ -336,31 +244,31 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
       combos.push_back(c);
     }
     if (combos.empty()) throw InputError("--bench needs at least one combination");
-    for (const auto& t : split_commas(vm["bench-shapes"].as<std::string>())) {
+    for (const auto& t : split_commas(rq.shapes)) {
       Shape s = Shape::parse(t);
       s.validate();
       shapes.push_back(s);
     }
-    cfg.rse = vm["bench-rse"].as<double>();
-    cfg.max_time = vm["bench-max-time"].as<double>();
-    cfg.min_reps = std::max(3, vm["bench-min-reps"].as<int>());
-    cfg.max_reps = std::max(cfg.min_reps, vm["bench-max-reps"].as<int>());
-    cfg.warmup = std::max(0, vm["bench-warmup"].as<int>());
-    const double budget = vm["bench-budget"].as<double>();
+    cfg.rse = rq.rse;
+    cfg.max_time = rq.max_time;
+    cfg.min_reps = std::max(3, rq.min_reps);
+    cfg.max_reps = std::max(cfg.min_reps, rq.max_reps);
+    cfg.warmup = std::max(0, rq.warmup);
+    const double budget = rq.budget;
     if (!(budget > 0) || !std::isfinite(budget))
       throw InputError("--bench-budget must be a positive number of seconds");
   } catch (const InputError& e) {
     std::fprintf(stderr, "harness --bench: %s\n", e.what());
     return 2;
   }
-  const std::string dist = vm["bench-dist"].as<std::string>();
-  const uint64_t seed = vm["bench-seed"].as<uint64_t>();
+  const std::string dist = rq.dist;
+  const uint64_t seed = rq.seed;
   const InputSet fresh_mode =
-      vm.count("fresh") && vm["fresh"].as<std::string>() == "all" ? InputSet::All : InputSet::Activations;
-  const int peak_size = vm["bench-peak-size"].as<int>();
-  const bool yardstick = !vm["bench-no-yardstick"].as<bool>();
+      rq.fresh_all ? InputSet::All : InputSet::Activations;
+  const int peak_size = rq.peak_size;
+  const bool yardstick = rq.yardstick;
 
-  BenchWatchdog watchdog(vm["bench-budget"].as<double>());
+  BenchWatchdog watchdog(rq.budget);
   // ---- device ----
   watchdog.step("GPU availability check and context creation");
   const Backend* be = Registry::instance().backend("gpu");
@@ -678,8 +586,8 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
   }
 
   // ---- JSON ----
-  if (vm.count("bench-json")) {
-    const std::string path = vm["bench-json"].as<std::string>();
+  if (!rq.json.empty()) {
+    const std::string path = rq.json;
     std::ofstream os(path);
     if (!os) {
       std::fprintf(stderr, "harness --bench: cannot write %s\n", path.c_str());
@@ -772,6 +680,8 @@ int run_bench(const std::vector<std::string>& combo_texts, const po::variables_m
   return any_fail ? 1 : 0;
 }
 
-#endif
-
+}  // namespace
 }  // namespace nvfp4
+
+// The module's bench entry point (bench.hpp): looked up by name in the bench child.
+extern "C" int nvfp4_gpu_bench(const nvfp4::BenchRequest* request) { return nvfp4::run_bench(*request); }
