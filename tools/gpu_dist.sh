@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_dist.sh — collect what tools/gpu_run.sh needs on the GPU machine into one ignored folder
-# (carried to the device machine; 64 MiB at most): the harness, every gpu test executable
-# (tests/gpu/test_*) and the fused kernels' timing probe, stripped of symbols.
+# (carried to the device machine; 64 MiB at most): the harness with its backend modules (paths/),
+# every gpu test executable (tests/gpu/test_*), the planted-bug GPU test with its modules
+# (planted-paths/) and the fused kernels' timing probe, stripped of symbols.
 #   tools/gpu_dist.sh [BUILD_DIR] [DIST_DIR]     (defaults: build-gpu, build-gpu-dist)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,6 +11,12 @@ dist=${2:-$here/build-gpu-dist}
 rm -rf "$dist"
 mkdir -p "$dist"
 cp "$build/harness/harness" "$dist/"
+mkdir -p "$dist/paths" "$dist/planted-paths"
+cp "$build"/harness/paths/*.so "$dist/paths/"
+if [ -x "$build/tests/planted/test_planted_gpu" ]; then
+  cp "$build/tests/planted/test_planted_gpu" "$dist/"
+  cp "$build"/tests/planted/paths/*.so "$dist/planted-paths/"
+fi
 for src in "$here"/tests/gpu/test_*.cpp "$here"/tests/gpu/test_*.cu; do
   [ -e "$src" ] || continue
   name=$(basename "${src%.*}")
@@ -17,7 +24,7 @@ for src in "$here"/tests/gpu/test_*.cpp "$here"/tests/gpu/test_*.cu; do
 done
 # The fused kernels' timing probe (tools/fused_probe.cu), when built: `$dist/fused_probe [mode]`.
 if [ -x "$build/fused_probe" ]; then cp "$build/fused_probe" "$dist/"; fi
-strip --strip-unneeded "$dist"/* 2>/dev/null || true
+strip --strip-unneeded "$dist"/* "$dist"/paths/* "$dist"/planted-paths/* 2>/dev/null || true
 chmod +x "$here/tools/gpu_run.sh"
 du -sh "$dist"
 ls -l "$dist"

@@ -7,7 +7,8 @@
 #
 # Environment:
 #   NVFP4_DIST   folder with the executables (default: build-gpu-dist, made by tools/gpu_dist.sh
-#                on the build machine: harness and the gpu test executables)
+#                on the build machine: harness, its paths/ modules, the gpu test executables,
+#                test_planted_gpu and its planted-paths/ modules)
 #   OUT          where logs and JSON go (default: ./gpu-out); at most 8 files come back from the
 #                device machine, so each phase writes one log (+ one JSON)
 #   NVFP4_VERIFY what `harness --verify` runs (default: all, the staged lattice on the suite)
@@ -56,7 +57,7 @@ step() {
 } | tee -a "$summary"
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-gpu_tests=$(ls "$dist"/test_* 2>/dev/null | sort)
+gpu_tests=$(ls "$dist"/test_* 2>/dev/null | grep -v test_planted_gpu | sort)
 
 for phase in "${phases[@]}"; do
   case $phase in
@@ -65,8 +66,13 @@ for phase in "${phases[@]}"; do
       for t in $gpu_tests; do
         step "test $(basename "$t")" 300 "$out/tests.log" "$t" --no-colors
       done
-      # The v5 kernels' main loops in the carried binary's SASS (no R2UR / WARPSYNC, 8 HGMMA).
-      step "sass_check harness" 60 "$out/tests.log" python3 tools/sass_check.py "$dist/harness"
+      # The GPU-specific planted bugs: the real harness with the test's own modules (tests/planted).
+      if [ -x "$dist/test_planted_gpu" ] && [ -d "$dist/planted-paths" ]; then
+        step "test test_planted_gpu" 300 "$out/tests.log" \
+          env NVFP4_PATHS_DIR="$here/$dist/planted-paths" "$dist/test_planted_gpu" --no-colors
+      fi
+      # The v5 kernels' main loops in the carried gpu module's SASS (no R2UR / WARPSYNC, 8 HGMMA).
+      step "sass_check gpu module" 60 "$out/tests.log" python3 tools/sass_check.py "$dist/paths/libnvfp4_paths_gpu.so"
       ;;
     sanitize)
       # Small shapes of every GPU combination, in one process so the sanitizer sees every kernel

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""kill_matrix.py — the planted-bug kill matrix (tests/planted/): runs harness_planted once per
-planted bug (`--backend cpu --verify BUG --json`, on the default suite unless the bug needs other
+"""kill_matrix.py — the planted-bug kill matrix (tests/planted/): runs the harness with the planted
+modules (NVFP4_PATHS_DIR=--paths, the folder tests/planted builds) once per planted bug (`--backend cpu --verify BUG --json`, on the default suite unless the bug needs other
 inputs) and prints a markdown table from the JSON reports:
 
   planted bug | harness verdict | caught by (trials failed by the bound / by the statistic alone)
@@ -9,7 +9,7 @@ inputs) and prints a markdown table from the JSON reports:
 "caught by GPU MODE's rule" counts trials whose output fails |x-ref| <= 1e-3 + 1e-3|ref| (NaN/inf
 must match) on a case where the correct plain path passes that rule (run first as the baseline).
 
-  tools/kill_matrix.py --harness build/tests/planted/harness_planted [--source-dir .]
+  tools/kill_matrix.py --harness build/harness/harness --paths build/tests/planted/paths [--source-dir .]
 """
 import argparse
 import json
@@ -44,10 +44,12 @@ def key(t):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--harness", required=True)
+    ap.add_argument("--paths", required=True, help="the planted modules' folder (build/tests/planted/paths)")
     ap.add_argument("--source-dir", default=".")
     a = ap.parse_args()
     out = tempfile.mkdtemp(prefix="kill-matrix-")
     harness = os.path.abspath(a.harness)
+    os.environ["NVFP4_PATHS_DIR"] = os.path.abspath(a.paths)
     os.chdir(a.source_dir)
     baseline = {}
     for extra in [[]] + list(EXTRA.values()):

@@ -3,7 +3,7 @@
 
     tools/sass_check.py BINARY [--cuobjdump PATH] [--all]
 
-Disassembles BINARY (an executable or library holding the fused kernels, e.g. build/harness) with
+Disassembles BINARY (an executable or library holding the fused kernels, e.g. build/harness/paths/libnvfp4_paths_gpu.so) with
 cuobjdump and finds, in every kernel that issues HGMMA, the smallest loop (a backward branch) that
 holds all of its HGMMA instructions. For the v5 kernels (v5::dual_gemm_kernel,
 optimized/gpu/fused/v5_kernel.cuh) the loop must hold 8 HGMMA (two k-stages of four) and no R2UR or WARPSYNC: when ptxas cannot keep

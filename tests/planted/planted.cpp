@@ -1,8 +1,8 @@
 // planted.cpp — deliberately broken CPU paths, one per real bug class, built ONLY into the test
-// binary harness_planted (tests/planted/CMakeLists.txt), never into the product harness.
+// cpu module of tests/planted/paths (tests/planted/CMakeLists.txt), never into the product's modules.
 //
 // Each bug registers as a Variant optimization of the cpu backend named after it (the name is
-// the CLI token: `harness_planted --backend cpu --verify bf16-intermediates`). All of them share
+// the CLI token: `NVFP4_PATHS_DIR=build/tests/planted/paths harness --backend cpu --verify bf16-intermediates`). All of them share
 // one plan that computes like the cpu plain path (exact fp32 decode, fp32 GEMMs, the fp32
 // epilogue, one fp16 rounding; optimized/cpu/plain.cpp) with exactly one thing broken.
 // test_planted.cpp asserts that the harness fails each with the right criterion, and

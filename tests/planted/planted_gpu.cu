@@ -1,9 +1,9 @@
 // planted_gpu.cu — deliberately broken GPU paths for the bug classes only a GPU path has, built
-// ONLY into the test binary harness_planted (tests/planted/CMakeLists.txt, CUDA builds), never
+// ONLY into the test's gpu module in tests/planted/paths (tests/planted/CMakeLists.txt, CUDA builds), never
 // into the product harness. test_planted_gpu.cpp asserts that the harness fails each of them.
 //
 // Each bug registers as a Variant optimization of the gpu backend named after it (the CLI token:
-// `harness_planted --backend gpu --verify bug-stale-graph-inputs+graph`). All of them share one
+// `NVFP4_PATHS_DIR=build/tests/planted/paths harness --backend gpu --verify bug-stale-graph-inputs+graph`). All of them share one
 // plan that computes like the gpu plain path's decode route (optimized/gpu/plain.cu): B1 and B2
 // decoded once into Bcat = [B1; B2] bf16, and per call A decoded to bf16, one cuBLASLt GEMM
 // D = A · Bcat^T in fp32 and the silu·mul kernel, from the same decode, GEMM and epilogue

@@ -1,5 +1,5 @@
 // test_planted.cpp — the planted-bug suite: runs the REAL harness binary with the planted variants
-// (harness_planted, tests/planted/planted.cpp) on the default suite, one bug at a time, and asserts
+// (NVFP4_PATHS_DIR: the modules of tests/planted/paths, planted.cpp) on the default suite, one bug at a time, and asserts
 // that it exits 1 with FAIL and that the expected criterion caught it: "bound" (the worst-case
 // tolerance, unwritten and NaN checks included) or "statistic" (compare.hpp's second criterion,
 // alone). Whether GPU MODE's rule (|x-ref| <= 1e-3 + 1e-3|ref|) also caught it is recorded in the
@@ -56,7 +56,7 @@ Caught expect_caught(const std::string& bug, const char* criterion, const std::s
 }  // namespace
 
 TEST_SUITE("planted") {
-TEST_CASE("the correct plain path passes harness_planted (the planted variants change nothing else)") {
+TEST_CASE("the correct plain path passes with the planted modules (the planted variants change nothing else)") {
   const Caught c = run_bug("plain");
   CHECK(c.rc == 0);
   CHECK(c.fail == 0);

@@ -1,5 +1,5 @@
 // test_planted_gpu.cpp — the GPU half of the planted-bug suite (label gpu): runs the REAL harness
-// binary with the planted variants (harness_planted; the GPU ones in tests/planted/planted_gpu.cu)
+// binary with the planted variants (NVFP4_PATHS_DIR: tests/planted/paths; the GPU ones in tests/planted/planted_gpu.cu)
 // on the gpu backend, on small shapes whose M is not a multiple of 16 (so the last row tile is
 // partial), and asserts that each GPU-specific bug FAILs with its diagnosis while the correct
 // plain path passes on the same shapes:
@@ -64,7 +64,7 @@ const std::vector<std::string> kStale = {std::string("matches the reference of "
 }  // namespace
 
 TEST_SUITE("planted-gpu") {
-TEST_CASE("the correct plain and graph paths pass harness_planted on the ragged shapes") {
+TEST_CASE("the correct plain and graph paths pass with the planted modules on the ragged shapes") {
   for (const char* combo : {"plain", "graph"}) {
     const Run r = harness("--verify", combo);
     INFO(combo << "\n" << tail(r.out));

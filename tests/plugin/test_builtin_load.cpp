@@ -73,6 +73,32 @@ TEST_CASE("a module that registers no backend of its name is an ERROR in stage l
   CHECK(count_lines_with(r.out, "cpu ", "PASS") >= 4);
 }
 
+// The output of a shell command.
+std::string command_output(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST_CASE("the harness binary holds no CUDA: no CUDA library needed, no CUDA symbol defined") {
+  // In a CUDA build the gpu module holds cudart (static) and needs cublasLt; the harness neither.
+  const std::string bin = harness_bin();
+  const std::string needed = command_output("readelf -d '" + bin + "' 2>&1");
+  INFO(needed);
+  REQUIRE(has(needed, "NEEDED"));
+  CHECK_FALSE(has(needed, "cublas"));
+  CHECK_FALSE(has(needed, "libcuda"));
+  const std::string symbols = command_output("nm -D --defined-only '" + bin + "' 2>&1");
+  REQUIRE(has(symbols, "register_backend"));  // the registry the modules bind to is exported
+  CHECK_FALSE(has(symbols, " cuda"));
+  CHECK_FALSE(has(symbols, " cublas"));
+}
+
 TEST_CASE("the harness never loads a module itself: --help, --backend cpu, and its own memory map") {
   // --help and a run that names only the cpu backend never touch the hanging gpu module.
   const TimedResult help = run_with_paths(faulty("hang"), {"--help"}, 20);
