@@ -21,6 +21,7 @@
 // kills the child's whole process group (TIMEOUT, naming the stage). A signal is CRASH, an
 // exception ERROR, an unsupported backend or shape SKIP. The parent never touches a device.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -134,6 +135,10 @@ struct ChildReport {
   std::vector<std::vector<std::string>> manifest;
 };
 
+// NAME=VALUE entries a child gets on top of (replacing) the harness's own environment, e.g. the
+// device a worker slot runs on (CUDA_VISIBLE_DEVICES).
+using EnvOverrides = std::vector<std::string>;
+
 class TrialRunner {
  public:
   // `exe`: the harness binary to exec for children (default: this process's own binary).
@@ -142,8 +147,12 @@ class TrialRunner {
   TrialRunner(const TrialRunner&) = delete;
   TrialRunner& operator=(const TrialRunner&) = delete;
 
-  // Runs the trial's child and collects its report (no comparison).
-  ChildReport run_child(const TrialSpec& spec, bool probe = false);
+  // Runs the trial's child and collects its report (no comparison). Safe to call from several
+  // threads at once.
+  ChildReport run_child(const TrialSpec& spec, bool probe = false, const EnvOverrides& env = {});
+  // A new private directory for one trial (or one worker's own files), under this runner's.
+  std::string new_dir();
+  const std::string& exe() const { return exe_; }
   // A probe child: does Backend::available() say yes? (outcome SKIP with the reason if not.)
   // (A submission backend is not probed: its trials SKIP with the driver's reason.)
   ChildReport probe(const std::string& backend, const TrialOptions& options);
@@ -154,7 +163,7 @@ class TrialRunner {
 
  private:
   std::string exe_, tmp_;
-  int counter_ = 0;
+  std::atomic<int> counter_{0};
 };
 
 // Turns a child's report into a trial result (comparison against the reference when completed).
