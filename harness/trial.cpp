@@ -59,6 +59,13 @@ const External* TrialOptions::external(const std::string& backend) const {
   return nullptr;
 }
 
+double TrialResult::overhead() const {
+  if (wall <= 0) return 0;
+  double inside = 0;
+  for (const auto& s : stages) inside += s.seconds;
+  return std::max(0.0, wall - inside);
+}
+
 double TrialResult::stage_seconds(const std::string& name) const {
   for (const auto& s : stages)
     if (s.stage == name) return s.seconds;

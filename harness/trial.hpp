@@ -116,6 +116,9 @@ struct TrialResult {
   std::string blocked_by;     // BLOCKED: the failing sub-combination(s)
 
   double stage_seconds(const std::string& name) const;  // -1 when absent
+  // Seconds of the trial's wall time spent outside its stages (starting the child, the messages,
+  // the output files; a worker's start counts in its first trial); 0 for a trial that did not run.
+  double overhead() const;
 };
 
 // The child's raw report, before comparison.
