@@ -263,7 +263,7 @@ int run(int argc, char** argv) {
   po::options_description drills("Fault drills");
   drills.add_options()
       ("inject", po::value<std::vector<std::string>>()->composing(),
-       "FAULT@STAGE[:if=COMBO], repeatable; FAULT: hang crash error slow nan corrupt unwritten "
+       "FAULT@STAGE[:if=COMBO][:case=SHAPE], repeatable; FAULT: hang crash error slow nan corrupt unwritten "
        "(the last three take @run and hit the last checked call)")
       ("slow-seconds", po::value<double>()->default_value(d.slow_seconds), "how long the slow fault sleeps");
   po::options_description casedir("Case directories (a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy [c.npy])");

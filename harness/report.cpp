@@ -340,6 +340,8 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     if (!r.blocked_by.empty()) j.key("blocked_by").value(r.blocked_by);
     j.key("wall_s").value(r.wall);
     if (r.wall > 0) j.key("overhead_s").value(r.overhead());
+    if (r.child_pid > 0) j.key("child_pid").value(r.child_pid);
+    if (!r.device.empty()) j.key("device").value(r.device);
     j.key("path").value(r.describe);
     j.key("stages").begin_array();
     for (const auto& st : r.stages) {

@@ -4,7 +4,8 @@
 // binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
 // group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-//   | output CALL SET | intermediates | available | manifest FIELDS... | done
+//   | output CALL SET | intermediates | available | manifest FIELDS... | device TEXT | done
+// (device: the CUDA_VISIBLE_DEVICES the child runs with, when set; a worker adds `end`: worker.hpp).
 // Stages: load (only for a plugin: the library is loaded and registered here, so its load-time
 // work, hang or crash is this child's), setup (the harness builds the inputs; checks availability and support), init
 // (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
@@ -99,6 +100,8 @@ struct TrialResult {
   std::vector<std::string> notes;  // fault drills that fired, teardown anomalies
   std::string child_log;      // tail of the child's stderr (ERROR / CRASH)
   double wall = 0;            // whole trial, seconds
+  int child_pid = 0;          // the process that ran it (a worker runs several); 0: none
+  std::string device;         // CUDA_VISIBLE_DEVICES as the child saw it (empty: unset)
 
   // Comparison (completed trials): the primary call (the worst failing, else the one with the
   // largest ULP distance) and the over-tolerance count of each call.
@@ -124,8 +127,9 @@ struct TrialResult {
 // The child's raw report, before comparison.
 struct ChildReport {
   Outcome outcome = Outcome::Error;  // Pass here means "completed; outputs to check"
-  std::string stage, message, describe, child_log;
+  std::string stage, message, describe, child_log, device;
   double stage_elapsed = 0, wall = 0;
+  int pid = 0;
   std::vector<StageTime> stages;
   std::vector<std::string> notes;
   std::vector<std::vector<uint16_t>> outputs;  // one per checked call

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
@@ -151,7 +152,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
   const Problem& problem = sets[0];
 
   auto faults_at = [&](Stage s) {
-    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds))
+    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds, &problem.shape))
       ch.send("note", {note});
   };
   std::unique_ptr<Plan> plan;
@@ -221,6 +222,7 @@ void no_core_files() {
 void run_trial(Channel& ch, const TrialSpec& spec, const std::string& dir, bool probe,
                std::shared_ptr<const LoadedPlugin>* loaded) {
   try {
+    if (const char* device = std::getenv("CUDA_VISIBLE_DEVICES")) ch.send("device", {device});
     child_body(ch, spec, dir, probe, loaded);
     ch.send("done");
   } catch (const InputError& e) {

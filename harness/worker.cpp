@@ -215,6 +215,8 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
       rep.available = true;
     } else if (kind == "manifest") {
       rep.manifest.emplace_back(f.begin() + 1, f.end());
+    } else if (kind == "device" && f.size() > 1) {
+      rep.device = f[1];
     } else if (kind == "done") {
       talk.done = true;
     } else if (kind == "end") {
@@ -356,6 +358,7 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe, const EnvO
   Conversation talk;
   talk.t0 = Clock::now();
   const int pid = spawn(args, environment, null_guard.fd, log_guard.fd, fds[1]);
+  rep.pid = pid;
   write_end.close();
   log_guard.close();
   null_guard.close();
@@ -441,6 +444,7 @@ void Worker::end() {
 ChildReport Worker::run(const TrialSpec& spec, const std::string& trial_dir) {
   if (pid_ <= 0) start();
   ChildReport rep;
+  rep.pid = pid_;
   Conversation talk;
   talk.t0 = first_ ? forked_ : Clock::now();  // a worker's start is its first trial's cost
   first_ = false;
