@@ -1,7 +1,11 @@
 // cases.cpp — case specs, input sets, reference analysis and the reference cache (see cases.hpp).
 #include "cases.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -126,7 +130,8 @@ std::shared_ptr<const CaseInfo> CaseInfo::light() const {
   return l;
 }
 
-std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set, InputSet mode) {
+std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set, InputSet mode,
+                                             int threads) {
   auto info = std::make_shared<CaseInfo>();
   info->spec = spec;
   info->spec.shape = p.shape;
@@ -138,6 +143,7 @@ std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem
   const auto t0 = std::chrono::steady_clock::now();
   ReferenceOptions opt;
   opt.abs_sums = true;
+  opt.threads = threads;
   info->ref = compute_reference(p, opt);
   info->reference_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -156,20 +162,17 @@ bool same_case(const CaseSpec& a, const CaseSpec& b) {
 }
 }  // namespace
 
-std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int set, InputSet mode) {
-  if (set == 0) mode = InputSet::Activations;  // set 0 is the case itself in every mode
+std::shared_ptr<const CaseInfo> ReferenceCache::find(const CaseSpec& spec, int set, InputSet mode) {
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     if (same_case((*it)->spec, spec) && (*it)->set == set && (*it)->mode == mode) {
       lru_.splice(lru_.begin(), lru_, it);
       return lru_.front();
     }
   }
-  if (!base_ || !same_case(base_spec_, spec)) {
-    base_.reset();  // the old one goes first: two large problems need not coexist
-    base_ = std::make_shared<const Problem>(spec.make());
-    base_spec_ = spec;
-  }
-  auto info = analyse_case(spec, make_input_set(spec, *base_, set, mode), set, mode);
+  return nullptr;
+}
+
+void ReferenceCache::insert(std::shared_ptr<const CaseInfo> info) {
   ++computed_;
   lru_.push_front(info);
   bytes_ += info->bytes();
@@ -177,12 +180,93 @@ std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int se
     bytes_ -= lru_.back()->bytes();
     lru_.pop_back();
   }
-  bool seen = set != 0;
+  bool seen = info->set != 0;
   for (const auto& s : seen_summary_) seen |= same_case(s->spec, info->spec);
-  if (!seen) {
-    seen_summary_.push_back(info->light());
+  if (!seen) seen_summary_.push_back(info->light());
+}
+
+std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int set, InputSet mode) {
+  if (set == 0) mode = InputSet::Activations;  // set 0 is the case itself in every mode
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto hit = find(spec, set, mode)) return hit;
+  if (!base_ || !same_case(base_spec_, spec)) {
+    base_.reset();  // the old one goes first: two large problems need not coexist
+    base_ = std::make_shared<const Problem>(spec.make());
+    base_spec_ = spec;
   }
+  auto info = analyse_case(spec, make_input_set(spec, *base_, set, mode), set, mode);
+  insert(info);
   return info;
+}
+
+void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads) {
+  struct Task {
+    size_t c;  // index into `todo`
+    int set;
+    InputSet mode;
+    std::shared_ptr<const CaseInfo> info;
+  };
+  std::vector<CaseSpec> todo;
+  std::vector<Task> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t budget = bytes_ < max_bytes_ ? max_bytes_ - bytes_ : 0;
+    for (const auto& c : cases) {
+      if (c.from_dir()) continue;
+      bool dup = false;
+      for (const auto& t : todo) dup |= same_case(t, c);
+      if (dup) continue;
+      std::vector<Task> mine;
+      for (int set = 0; set <= warmup_set(runs); ++set) {
+        const InputSet m = set == 0 ? InputSet::Activations : mode;
+        if (!find(c, set, m)) mine.push_back({todo.size(), set, m, nullptr});
+      }
+      // What the arrays of CaseInfo::bytes() take for this shape: G, U and their abs sums in
+      // fp64, C in fp16.
+      const size_t one = size_t(c.shape.c_elems()) * (4 * sizeof(double) + sizeof(uint16_t));
+      if (mine.empty() || one * mine.size() > budget) continue;
+      budget -= one * mine.size();
+      todo.push_back(c);
+      tasks.insert(tasks.end(), mine.begin(), mine.end());
+    }
+  }
+  if (tasks.empty()) return;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned pool = std::max(1u, std::min<unsigned>(threads ? threads : cores, unsigned(tasks.size())));
+  // Each reference uses the cores the pool leaves it (results do not depend on the thread count).
+  const int inner = int(std::max(1u, cores / pool));
+  // Set 0 of each case first (the base every other set derives from), then the other sets.
+  std::vector<std::shared_ptr<const Problem>> bases(todo.size());
+  std::vector<char> broken(todo.size(), 0);
+  auto run_pool = [&](size_t n, const std::function<void(size_t)>& work) {
+    std::atomic<size_t> next{0};
+    auto body = [&] {
+      for (size_t i; (i = next++) < n;) work(i);
+    };
+    std::vector<std::thread> ts;
+    for (unsigned t = 1; t < std::min<unsigned>(pool, unsigned(n)); ++t) ts.emplace_back(body);
+    body();
+    for (auto& t : ts) t.join();
+  };
+  run_pool(todo.size(), [&](size_t i) {
+    try {
+      bases[i] = std::make_shared<const Problem>(todo[i].make());
+    } catch (...) {
+      broken[i] = 1;  // get() builds it again and reports why
+    }
+  });
+  run_pool(tasks.size(), [&](size_t i) {
+    Task& t = tasks[i];
+    if (broken[t.c]) return;
+    try {
+      t.info = analyse_case(todo[t.c], make_input_set(todo[t.c], *bases[t.c], t.set, t.mode), t.set, t.mode, inner);
+    } catch (...) {
+      // left to get()
+    }
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& t : tasks)
+    if (t.info && !find(todo[t.c], t.set, t.mode)) insert(std::move(t.info));
 }
 
 }  // namespace nvfp4

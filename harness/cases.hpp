@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,9 +92,11 @@ struct CaseInfo {
 };
 
 // Computes the reference for a problem (input set `set` of `spec`), with abs sums, and the flags.
+// `threads`: the reference's own worker threads (0: every core; the result does not depend on it).
 std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set = 0,
-                                             InputSet mode = InputSet::Activations);
+                                             InputSet mode = InputSet::Activations, int threads = 0);
 
+// Safe to use from several threads at once (one lock around the cache).
 class ReferenceCache {
  public:
   explicit ReferenceCache(size_t max_bytes = size_t(2) << 30) : max_bytes_(max_bytes) {}
@@ -101,12 +104,21 @@ class ReferenceCache {
   // first use (may throw InputError for a bad case directory).
   std::shared_ptr<const CaseInfo> get(const CaseSpec& spec, int set = 0,
                                       InputSet mode = InputSet::Activations);
+  // Computes, before they are used, the references of sets 0..warmup_set(runs) of every case of
+  // `cases` not cached yet: on up to `threads` threads (0: every core), each (case, set) once, as
+  // many as fit in the byte budget (the rest are computed by get() on first use). Generated cases
+  // only (a case directory's shape is known once it is read); a case that cannot be built is left
+  // to get(), which reports it. They enter the cache (and seen()) in the order of `cases`.
+  void prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads = 0);
   // Every case analysed so far (its set 0), in first-use order (for the report).
   const std::vector<std::shared_ptr<const CaseInfo>>& seen() const { return seen_summary_; }
   // How many references were computed (each (case, set, mode) once while it stays cached).
   int computed() const { return computed_; }
 
  private:
+  std::shared_ptr<const CaseInfo> find(const CaseSpec& spec, int set, InputSet mode);  // under mu_
+  void insert(std::shared_ptr<const CaseInfo> info);                                  // under mu_
+  std::mutex mu_;
   size_t max_bytes_, bytes_ = 0;
   int computed_ = 0;
   std::list<std::shared_ptr<const CaseInfo>> lru_;  // front: most recent

@@ -130,6 +130,29 @@ void check_values(const po::variables_map& vm) {
   if (vm.count("verify") && vm.count("bisect")) refuse("--verify and --bisect are separate modes; give one");
 }
 
+RunPolicy run_policy(const po::variables_map& vm) {
+  RunPolicy p;
+  if (vm.count("isolate")) p.isolate = parse_isolation(get<std::string>(vm, "isolate"));
+  if (vm.count("gpus")) {
+    const std::string text = get<std::string>(vm, "gpus");
+    if (text == "all") {
+      const int n = count_gpus();
+      if (n == 0) refuse("--gpus all: no NVIDIA GPU found (/proc/driver/nvidia/gpus, nvidia-smi -L)");
+      for (int i = 0; i < n; ++i) p.gpus.push_back(std::to_string(i));
+    } else {
+      p.gpus = parse_gpu_list(text);
+    }
+  } else {
+    p.gpus = gpus_from_ctest([](const std::string& name) { return std::getenv(name.c_str()); });
+  }
+  p.jobs = p.gpus.empty() ? 1 : int(p.gpus.size());
+  if (vm.count("jobs")) {
+    p.jobs = get<int>(vm, "jobs");
+    if (p.jobs < 1 || p.jobs > 1024) refuse("--jobs must be in [1, 1024] (got " + std::to_string(p.jobs) + ")");
+  }
+  return p;
+}
+
 void check_paths(const po::variables_map& vm) {
   for (const char* out : {"json", "save-output", "junit", "html"}) {
     if (!vm.count(out)) continue;

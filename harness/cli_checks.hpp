@@ -23,6 +23,7 @@
 
 #include "cases.hpp"
 #include "faults.hpp"
+#include "pool.hpp"
 #include "suite.hpp"
 
 namespace nvfp4::cli {
@@ -45,6 +46,11 @@ void check_case_output(const std::string& inputs_dir, const std::string& c_npy);
 // The items of a comma-separated list option (one string, or repeatable); an empty list or an
 // empty item is refused, naming the option. Absent option: {}.
 std::vector<std::string> list_values(const boost::program_options::variables_map& vm, const char* option);
+
+// --isolate, --jobs and --gpus as a run policy (pool.hpp): --jobs in [1, 1024]; --gpus LIST or
+// 'all' (count_gpus; none found is refused); without --gpus, the GPUs ctest's resource spec
+// gave (CTEST_RESOURCE_GROUP_*). --jobs defaults to the number of GPUs, else 1.
+RunPolicy run_policy(const boost::program_options::variables_map& vm);
 
 // --shape, --dist and --seed as a suite filter (each bad item named with its option).
 SuiteFilter suite_filter(const boost::program_options::variables_map& vm);

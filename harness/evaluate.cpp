@@ -31,6 +31,8 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.notes = child.notes;
   r.child_log = child.child_log;
   r.wall = child.wall;
+  r.child_pid = child.pid;
+  r.device = child.device;
   if (child.outcome != Outcome::Pass) return r;
 
   const InputSet mode = spec.options.fresh;

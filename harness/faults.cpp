@@ -33,7 +33,7 @@ const char* fault_kind_name(FaultKind k) {
 
 Fault Fault::parse(const std::string& text) {
   const std::string usage = "bad fault '" + text +
-                            "': expected FAULT@STAGE[:if=COMBO] with FAULT one of hang, crash, "
+                            "': expected FAULT@STAGE[:if=COMBO][:case=SHAPE] with FAULT one of hang, crash, "
                             "error, slow, nan, corrupt, unwritten and STAGE one of init, tune, "
                             "warmup, capture, run";
   Fault f;
@@ -43,11 +43,21 @@ Fault Fault::parse(const std::string& text) {
   std::string rest = text.substr(at + 1), cond;
   const size_t colon = rest.find(':');
   if (colon != std::string::npos) {
-    cond = rest.substr(colon + 1);
+    std::string conds = rest.substr(colon + 1);
     rest = rest.substr(0, colon);
-    if (cond.rfind("if=", 0) != 0) throw InputError(usage);
-    f.conditional = true;
-    f.only_if = Combo::parse(cond.substr(3));
+    while (!conds.empty()) {
+      const size_t next = conds.find(':');
+      cond = conds.substr(0, next);
+      conds = next == std::string::npos ? "" : conds.substr(next + 1);
+      if (cond.rfind("if=", 0) == 0 && !f.conditional) {
+        f.conditional = true;
+        f.only_if = Combo::parse(cond.substr(3));
+      } else if (cond.rfind("case=", 0) == 0 && f.only_shape.empty()) {
+        f.only_shape = Shape::parse(cond.substr(5)).str();
+      } else {
+        throw InputError(usage);
+      }
+    }
   }
   bool found = false;
   for (const auto& kn : kKinds)
@@ -72,18 +82,20 @@ Fault Fault::parse(const std::string& text) {
 std::string Fault::str() const {
   std::string s = std::string(fault_kind_name(kind)) + "@" + stage_name(stage);
   if (conditional) s += ":if=" + only_if.str();
+  if (!only_shape.empty()) s += ":case=" + only_shape;
   return s;
 }
 
-bool Fault::fires(Stage s, const Combo& combo) const {
-  return s == stage && (!conditional || combo.contains(only_if));
+bool Fault::fires(Stage s, const Combo& combo, const Shape* shape) const {
+  return s == stage && (!conditional || combo.contains(only_if)) &&
+         (only_shape.empty() || (shape && shape->str() == only_shape));
 }
 
 std::vector<std::string> fire_stage_faults(const std::vector<Fault>& faults, Stage stage,
-                                           const Combo& combo, double slow_seconds) {
+                                           const Combo& combo, double slow_seconds, const Shape* shape) {
   std::vector<std::string> notes;
   for (const auto& f : faults) {
-    if (!f.fires(stage, combo)) continue;
+    if (!f.fires(stage, combo, shape)) continue;
     switch (f.kind) {
       case FaultKind::Hang:
         for (;;) pause();  // only the watchdog's SIGKILL ends this
@@ -112,7 +124,7 @@ std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, c
   const std::string where = " at (" + std::to_string(l) + "," + std::to_string(m) + "," +
                             std::to_string(n) + ") of the last checked call";
   for (const auto& f : faults) {
-    if (!f.acts_on_output() || !f.fires(Stage::Run, combo)) continue;
+    if (!f.acts_on_output() || !f.fires(Stage::Run, combo, &shape)) continue;
     switch (f.kind) {
       case FaultKind::Nan: c[i] = 0x7E00; break;                            // canonical quiet NaN
       case FaultKind::Corrupt: c[i] = static_cast<uint16_t>(c[i] ^ 0x4000); break;  // x 2^+-16

@@ -12,7 +12,8 @@
 // The output faults take STAGE = run and hit the last checked call on purpose: a harness that
 // checked only the first call would miss them. The element is the middle one, (L*M*N)/2.
 // `:if=COMBO` makes the fault fire only in trials whose combination contains all of COMBO's
-// optimizations (so a bisect has a known answer).
+// optimizations (so a bisect has a known answer); `:case=SHAPE` only in trials on cases of that
+// shape (so one trial of a combination can fail while its others pass). Both may be given.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,15 +31,17 @@ struct Fault {
   Stage stage = Stage::Init;
   bool conditional = false;  // true when `:if=COMBO` was given
   Combo only_if;
+  std::string only_shape;  // `:case=SHAPE` (Shape::str()), empty when not given
 
-  // "hang@tune", "corrupt@run:if=fused"; throws InputError with the reason.
+  // "hang@tune", "corrupt@run:if=fused", "crash@run:case=33x65x160"; throws InputError with the reason.
   static Fault parse(const std::string& text);
   std::string str() const;  // parses back to the same fault
   bool acts_on_output() const {
     return kind == FaultKind::Nan || kind == FaultKind::Corrupt || kind == FaultKind::Unwritten;
   }
-  // Whether it fires in `stage` of a trial of `combo`.
-  bool fires(Stage s, const Combo& combo) const;
+  // Whether it fires in `stage` of a trial of `combo` on a case of `shape` (nullptr: unknown, so
+  // a fault with `:case=` does not fire).
+  bool fires(Stage s, const Combo& combo, const Shape* shape = nullptr) const;
 };
 
 const char* fault_kind_name(FaultKind k);
@@ -46,7 +49,8 @@ const char* fault_kind_name(FaultKind k);
 // Child side, at the start of a stage: hang / crash / error / slow. Returns a note per fault that
 // fired and returned (slow). Never returns for hang and crash; throws for error.
 std::vector<std::string> fire_stage_faults(const std::vector<Fault>& faults, Stage stage,
-                                           const Combo& combo, double slow_seconds);
+                                           const Combo& combo, double slow_seconds,
+                                           const Shape* shape = nullptr);
 // Child side, on the output of the last checked call (L*M*N fp16 bits). Returns a note per fault
 // applied, naming the element.
 std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, const Combo& combo,

@@ -70,7 +70,7 @@ void Session::progress_line(const TrialResult& r, size_t first, size_t last) {
 }
 
 const TrialResult& Session::run(const TrialSpec& spec, std::vector<uint16_t>* case_output) {
-  ChildReport child = runner_.run_child(spec);
+  ChildReport child = runner_.run_child(spec, false, policy_.env(0));
   if (case_output && !child.outputs.empty()) *case_output = child.outputs.front();
   TrialResult r = evaluate_trial(spec, std::move(child), cache_);
   results_.push_back(std::move(r));
@@ -178,6 +178,22 @@ const TrialResult* first_failure(const Session& s, const std::string& backend, c
   return nullptr;
 }
 
+// The trials of `combos` on `cases`, in the order they are recorded: one combination's cases in a
+// row with workers (the order one worker runs them in), case-major with one process per trial
+// (the order of a run without workers).
+std::vector<TrialSpec> level_order(const Session& s, const std::string& backend, const std::vector<Combo>& combos,
+                                   const std::vector<CaseSpec>& cases) {
+  std::vector<TrialSpec> specs;
+  if (s.policy().isolate == Isolation::Worker) {
+    for (const auto& combo : combos)
+      for (const auto& c : cases) specs.push_back(make_spec(s, backend, combo, c));
+  } else {
+    for (const auto& c : cases)
+      for (const auto& combo : combos) specs.push_back(make_spec(s, backend, combo, c));
+  }
+  return specs;
+}
+
 std::string failure_brief(const TrialResult& r) {
   std::string s = std::string(outcome_name(r.outcome));
   if (!r.stage.empty()) s += " in stage " + r.stage + " after " + fixed1(r.stage_elapsed) + " s";
@@ -223,9 +239,7 @@ void verify_lattice(Session& s, const std::string& backend, const std::vector<Ca
       s.add_not_run(specs, Outcome::Blocked, "sub-combination " + why, by);
       failed[combo.str()] = "BLOCKED (by " + by + ")";
     }
-    // Case-major within a level, so one case's reference serves every combination in a row.
-    for (const auto& c : cases)
-      for (const auto& combo : runnable) s.run(make_spec(s, backend, combo, c));
+    s.run_all(level_order(s, backend, runnable, cases));
     for (const auto& combo : runnable)
       if (const TrialResult* f = first_failure(s, backend, combo, mark))
         failed[combo.str()] = "failed (" + failure_brief(*f) + " on " + f->spec.c.name() + ")";
@@ -235,10 +249,7 @@ void verify_lattice(Session& s, const std::string& backend, const std::vector<Ca
 void verify_combos(Session& s, const std::string& backend, const std::vector<Combo>& combos,
                    const std::vector<CaseSpec>& cases, std::vector<uint16_t>* first_output) {
   if (!backend_usable(s, backend, combos, cases)) return;
-  for (const auto& c : cases)
-    for (const auto& combo : combos)
-      s.run(make_spec(s, backend, combo, c),
-            first_output && first_output->empty() ? first_output : nullptr);
+  s.run_all(level_order(s, backend, combos, cases), first_output);
 }
 
 namespace {

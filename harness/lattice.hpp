@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cases.hpp"
+#include "pool.hpp"
 #include "trial.hpp"
 
 namespace nvfp4 {
@@ -41,10 +42,18 @@ class Session {
   const std::string& program() const { return program_; }
   // Spawns one probe child per backend (cached): is the backend available here?
   const BackendStatus& probe(const std::string& backend);
-  // Runs one trial, records it and prints its progress line (and details when it did not pass).
+  // Runs one trial in a child of its own, records it and prints its progress line (and details
+  // when it did not pass).
   // `case_output`: when given, receives the output of the first checked call, the one on input
   // set 0 (the case itself; cases.hpp), for case-directory mode.
   const TrialResult& run(const TrialSpec& spec, std::vector<uint16_t>* case_output = nullptr);
+  // Runs the trials of `specs` as the run policy says (workers, slots, GPUs: pool.hpp), after
+  // computing every reference they need (ReferenceCache::prefetch); records them and prints their
+  // progress lines in the order of `specs`. `first_output`: as run()'s `case_output`, for the
+  // first trial in that order that has one.
+  void run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>* first_output = nullptr);
+  void set_policy(RunPolicy p) { policy_ = std::move(p); }
+  const RunPolicy& policy() const { return policy_; }
   // Records trials that do not run (SKIP: backend unavailable; BLOCKED: a sub-combination
   // failed), with one progress line for the lot.
   void add_not_run(const std::vector<TrialSpec>& specs, Outcome outcome, const std::string& reason,
@@ -67,6 +76,7 @@ class Session {
   void progress_line(const TrialResult& r, size_t first, size_t last);
 
   TrialOptions options_;
+  RunPolicy policy_;
   std::string program_;
   std::ostream* progress_;
   TrialRunner runner_;

@@ -46,6 +46,7 @@
 #include "suite.hpp"
 #include "trial.hpp"
 #include "user_file.hpp"
+#include "worker.hpp"
 
 namespace po = boost::program_options;
 using namespace nvfp4;
@@ -322,6 +323,15 @@ int run(int argc, char** argv, bool bench_child = false) {
        "autotune stops trying new candidates after this many seconds")
       ("max-memory", po::value<double>(),
        "GiB a case may need (reference, trial, outputs; default: what this machine has available)");
+  po::options_description parallel("Workers and parallel trials (pool.hpp)");
+  parallel.add_options()
+      ("isolate", po::value<std::string>(),
+       "'worker' (default: one child runs a combination's trials one after another; any failure ends it and the "
+       "next trial starts a fresh one) or 'trial' (one child per trial)")
+      ("jobs", po::value<int>(), "trials at once, each slot its own child (default: one per --gpus device, else 1)")
+      ("gpus", po::value<std::string>(),
+       "LIST (0,1,...) or 'all': slot k runs with CUDA_VISIBLE_DEVICES = entry k mod the list's length "
+       "(default: the GPUs a ctest resource spec gives, else unchanged)");
   po::options_description watch("Watchdog budgets in seconds (past one: the child's process group is killed, TIMEOUT)");
   watch.add_options()
       ("budget-load", po::value<double>()->default_value(d.budget.load), "stage load (a plugin's load, a submission's import)")
@@ -334,7 +344,7 @@ int run(int argc, char** argv, bool bench_child = false) {
   po::options_description drills("Fault drills");
   drills.add_options()
       ("inject", po::value<std::vector<std::string>>()->composing(),
-       "FAULT@STAGE[:if=COMBO], repeatable; FAULT: hang crash error slow nan corrupt unwritten "
+       "FAULT@STAGE[:if=COMBO][:case=SHAPE], repeatable; FAULT: hang crash error slow nan corrupt unwritten "
        "(the last three take @run and hit the last checked call)")
       ("slow-seconds", po::value<double>()->default_value(d.slow_seconds), "how long the slow fault sleeps");
   po::options_description casedir("Case directories (a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy [c.npy])");
@@ -348,7 +358,7 @@ int run(int argc, char** argv, bool bench_child = false) {
                               "  harness --verify all | --verify COMBO[,...] | --bisect COMBO | --list\n"
                               "  harness --inputs DIR [--check C.npy | --save-output C.npy]\n"
                               "exit codes: 0 passed, 1 verification failure, 2 bad usage/input, 125 nothing testable here");
-  all.add(modes).add(suite).add(trial).add(watch).add(drills).add(casedir).add(bench_options());
+  all.add(modes).add(suite).add(trial).add(parallel).add(watch).add(drills).add(casedir).add(bench_options());
 
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
@@ -500,6 +510,7 @@ int run(int argc, char** argv, bool bench_child = false) {
     throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
   }
   Session session(opt, argv[0], &std::cout);
+  session.set_policy(cli::run_policy(vm));
   const bool load_failed = !failed_loads.empty();
   for (auto& r : failed_loads) session.record(std::move(r));
 
@@ -639,6 +650,7 @@ int run(int argc, char** argv, bool bench_child = false) {
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--child-trial") return child_main(argv[2]);
+  if (argc == 2 && std::string(argv[1]) == "--child-worker") return worker_main();
   const bool bench_child = argc >= 2 && std::string(argv[1]) == "--child-bench";
   if (bench_child) {
     argv[1] = argv[0];  // parse the rest as the parent did

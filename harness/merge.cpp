@@ -11,6 +11,7 @@
 #include "compare.hpp"
 #include "errors.hpp"
 #include "json.hpp"
+#include "report.hpp"
 #include "trial.hpp"
 
 namespace nvfp4 {
@@ -257,7 +258,7 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
   std::vector<std::string> trials;
   std::map<Outcome, int> total;
   int exit_code = 125;
-  double elapsed = 0;
+  double elapsed = 0, overhead = 0;
   for (const Shard* s : by_index) elapsed += s->report->number_or("elapsed_s", 0);
   for (const auto& k : keys) {
     auto& g = groups[k];
@@ -269,6 +270,7 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
       for (const auto& kv : t.json->members())
         m.push_back({kv.first, kv.first == "index" ? std::to_string(trials.size() + 1) : json_text(kv.second)});
       trials.push_back(object_text(m));
+      overhead += t.json->number_or("overhead_s", 0);
       Outcome o = Outcome::Skip;
       outcome_of(t.json->str_or("outcome", ""), o);
       ++total[o];
@@ -320,8 +322,9 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
                                           {"merged_from", strings_text(files)},
                                           {"verify", quoted(by_index.front()->verify)},
                                           {"backends", record_backends_text(suites, false)}});
-  char secs[40];
+  char secs[40], over[40];
   std::snprintf(secs, sizeof secs, "%.17g", elapsed);
+  std::snprintf(over, sizeof over, "%.17g", overhead);
   MergedReport out;
   out.exit_code = exit_code;
   out.json = object_text({{"tool", json_text(first.at("tool"))},
@@ -329,6 +332,7 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
                           {"command", quoted(command)},
                           {"exit_code", std::to_string(exit_code)},
                           {"elapsed_s", secs},
+                          {"overhead_s", over},
                           {"options", json_text(first.at("options"))},
                           {"shard", record},
                           {"backends", array_text(backend_texts)},
@@ -425,6 +429,14 @@ void print_report_summary(std::ostream& os, const JsonValue& report) {
   }
   for (const auto& b : blocked)
     os << "  BLOCKED " << b.first << ": " << b.second << " trial" << (b.second == 1 ? "" : "s") << " not run\n";
+  double overhead = 0;
+  int ran = 0;
+  for (const auto& t : trials)
+    if (const JsonValue* o = t.find("overhead_s")) {
+      overhead += o->number();
+      ++ran;
+    }
+  if (ran) os << "  " << overhead_line(overhead, ran) << "\n";
   os << "result:";
   for (Outcome o : kOrder)
     if (total[outcome_name(o)]) os << " " << total[outcome_name(o)] << " " << outcome_name(o);

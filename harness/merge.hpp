@@ -11,7 +11,7 @@
 // The merged report has the shape of a run's report (the JUnit and HTML writers render it
 // unchanged): trials renumbered and ordered by backend, combination (first-seen order, which is
 // the lattice's) and the case's place in the suite; the cases, backends and summary counts of
-// all shards; "elapsed_s" the sum of the shards' times; "shard" keeps count, suite and the
+// all shards; "elapsed_s" the sum of the shards' times, "overhead_s" of their trials' overheads; "shard" keeps count, suite and the
 // merged file names ("merged_from") and drops "index". Its exit code follows the rules of a run
 // (docs/design.md §4): any FAIL, ERROR, CRASH, TIMEOUT or BLOCKED 1, else any PASS 0, else 125.
 #pragma once

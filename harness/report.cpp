@@ -169,6 +169,12 @@ void print_trial_details(std::ostream& os, const TrialResult& r, const std::stri
   os << "      reproduce: " << reproducer(r.spec, program) << "\n";
 }
 
+std::string overhead_line(double seconds, int trials) {
+  return "overhead: " + fmt("%.2f", seconds) + " s outside the stages in " + std::to_string(trials) + " trial" +
+         (trials == 1 ? "" : "s") + " (" + fmt("%.1f", trials ? 1e3 * seconds / trials : 0) +
+         " ms each: child start, messages, output files)";
+}
+
 void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures) {
   const auto& rs = s.results();
   os << "\nSummary (" << rs.size() << " trials, " << fmt("%.1f", s.elapsed()) << " s)\n";
@@ -233,6 +239,13 @@ void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_
   }
   for (const auto& b : blocked)
     os << "  BLOCKED " << b.first << ": " << b.second << " trial" << (b.second == 1 ? "" : "s") << " not run\n";
+  double overhead = 0;
+  int ran = 0;
+  for (const auto& r : rs) {
+    overhead += r.overhead();
+    ran += r.wall > 0;
+  }
+  if (ran) os << "  " << overhead_line(overhead, ran) << "\n";
   std::map<Outcome, int> total;
   for (const auto& r : rs) ++total[r.outcome];
   os << "result:";
@@ -258,6 +271,9 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
   j.key("command").value(command);
   j.key("exit_code").value(exit_code);
   j.key("elapsed_s").value(s.elapsed());
+  double overhead = 0;
+  for (const auto& r : s.results()) overhead += r.overhead();
+  j.key("overhead_s").value(overhead);
   j.key("options").begin_object();
   j.key("warmup").value(o.warmup).key("runs").value(o.runs);
   j.key("fresh").value(input_set_name(o.fresh));
@@ -323,6 +339,9 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     j.key("message").value(r.message);
     if (!r.blocked_by.empty()) j.key("blocked_by").value(r.blocked_by);
     j.key("wall_s").value(r.wall);
+    if (r.wall > 0) j.key("overhead_s").value(r.overhead());
+    if (r.child_pid > 0) j.key("child_pid").value(r.child_pid);
+    if (!r.device.empty()) j.key("device").value(r.device);
     j.key("path").value(r.describe);
     j.key("stages").begin_array();
     for (const auto& st : r.stages) {

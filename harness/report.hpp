@@ -30,9 +30,13 @@ void print_comparison(std::ostream& os, const Comparison& c, const std::string& 
 // Everything about a trial that did not pass (and the reproducer).
 void print_trial_details(std::ostream& os, const TrialResult& r, const std::string& program);
 
+// The summary's overhead line: `seconds` outside the stages (TrialResult::overhead) in `trials`
+// trials that ran.
+std::string overhead_line(double seconds, int trials);
 // The end-of-run summary: per backend and combination, outcome counts; degenerate cases and
 // suspicious data; every failing trial's reproducer (unless `list_failures` is off, as in a bisect,
-// whose verdict names its own reproducer); the overall result; bisect verdicts last.
+// whose verdict names its own reproducer); the overhead outside the stages; the overall result;
+// bisect verdicts last.
 void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures = true);
 
 // The whole session as JSON (every trial: outcome, stage times, metrics, reproducer).

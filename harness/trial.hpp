@@ -4,7 +4,8 @@
 // binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
 // group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-//   | output CALL SET | intermediates | available | manifest FIELDS... | done
+//   | output CALL SET | intermediates | available | manifest FIELDS... | device TEXT | done
+// (device: the CUDA_VISIBLE_DEVICES the child runs with, when set; a worker adds `end`: worker.hpp).
 // Stages: load (only for a plugin: the library is loaded and registered here, so its load-time
 // work, hang or crash is this child's), setup (the harness builds the inputs; checks availability and support), init
 // (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
@@ -21,6 +22,7 @@
 // kills the child's whole process group (TIMEOUT, naming the stage). A signal is CRASH, an
 // exception ERROR, an unsupported backend or shape SKIP. The parent never touches a device.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -98,6 +100,8 @@ struct TrialResult {
   std::vector<std::string> notes;  // fault drills that fired, teardown anomalies
   std::string child_log;      // tail of the child's stderr (ERROR / CRASH)
   double wall = 0;            // whole trial, seconds
+  int child_pid = 0;          // the process that ran it (a worker runs several); 0: none
+  std::string device;         // CUDA_VISIBLE_DEVICES as the child saw it (empty: unset)
 
   // Comparison (completed trials): the primary call (the worst failing, else the one with the
   // largest ULP distance) and the over-tolerance count of each call.
@@ -115,13 +119,17 @@ struct TrialResult {
   std::string blocked_by;     // BLOCKED: the failing sub-combination(s)
 
   double stage_seconds(const std::string& name) const;  // -1 when absent
+  // Seconds of the trial's wall time spent outside its stages (starting the child, the messages,
+  // the output files; a worker's start counts in its first trial); 0 for a trial that did not run.
+  double overhead() const;
 };
 
 // The child's raw report, before comparison.
 struct ChildReport {
   Outcome outcome = Outcome::Error;  // Pass here means "completed; outputs to check"
-  std::string stage, message, describe, child_log;
+  std::string stage, message, describe, child_log, device;
   double stage_elapsed = 0, wall = 0;
+  int pid = 0;
   std::vector<StageTime> stages;
   std::vector<std::string> notes;
   std::vector<std::vector<uint16_t>> outputs;  // one per checked call
@@ -134,6 +142,10 @@ struct ChildReport {
   std::vector<std::vector<std::string>> manifest;
 };
 
+// NAME=VALUE entries a child gets on top of (replacing) the harness's own environment, e.g. the
+// device a worker slot runs on (CUDA_VISIBLE_DEVICES).
+using EnvOverrides = std::vector<std::string>;
+
 class TrialRunner {
  public:
   // `exe`: the harness binary to exec for children (default: this process's own binary).
@@ -142,8 +154,12 @@ class TrialRunner {
   TrialRunner(const TrialRunner&) = delete;
   TrialRunner& operator=(const TrialRunner&) = delete;
 
-  // Runs the trial's child and collects its report (no comparison).
-  ChildReport run_child(const TrialSpec& spec, bool probe = false);
+  // Runs the trial's child and collects its report (no comparison). Safe to call from several
+  // threads at once.
+  ChildReport run_child(const TrialSpec& spec, bool probe = false, const EnvOverrides& env = {});
+  // A new private directory for one trial (or one worker's own files), under this runner's.
+  std::string new_dir();
+  const std::string& exe() const { return exe_; }
   // A probe child: does Backend::available() say yes? (outcome SKIP with the reason if not.)
   // (A submission backend is not probed: its trials SKIP with the driver's reason.)
   ChildReport probe(const std::string& backend, const TrialOptions& options);
@@ -154,7 +170,7 @@ class TrialRunner {
 
  private:
   std::string exe_, tmp_;
-  int counter_ = 0;
+  std::atomic<int> counter_{0};
 };
 
 // Turns a child's report into a trial result (comparison against the reference when completed).

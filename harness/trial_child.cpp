@@ -1,23 +1,29 @@
 // trial_child.cpp — the child's side of a trial: `harness --child-trial SPEC` runs the stages and
-// reports each over the pipe (see trial.hpp; the parent's side and the SPEC encoding are trial.cpp).
+// reports each over the pipe (see trial.hpp); `harness --child-worker` does the same for each SPEC
+// it reads from stdin, then reports `end` (worker.hpp). The parent's side is worker.cpp, the SPEC
+// encoding trial.cpp.
 //
 // Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline. Files in the trial
 // directory: out<i>.f16 (checked call i+1's output), g.f32/u.f32 (the last call's intermediates).
 #include "trial.hpp"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <stdexcept>
 
 #include "errors.hpp"
 #include "external.hpp"
 #include "modules.hpp"
 #include "plugin_plan.hpp"
+#include "worker.hpp"
 
 namespace nvfp4 {
 
@@ -105,19 +111,23 @@ void send_manifest(Channel& ch, const Registry& reg, const std::string& backend)
   }
 }
 
-void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe) {
+// `loaded`: a worker's plugin, loaded by its first trial and kept for the next (nullptr: one
+// trial per process).
+void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe,
+                std::shared_ptr<const LoadedPlugin>* loaded = nullptr) {
   const Registry& reg = Registry::instance();
   const Backend* be = nullptr;
   const TrialOptions& o = t.options;
   std::vector<Problem> sets;  // index: input set (cases.hpp); the last one is the warm-up's
   bool skip = false;
-  if (!t.plugin.empty()) {
+  if (!t.plugin.empty() && !(loaded && *loaded)) {
     // The plugin's code runs from here on, in this child only: its load-time work is stage load.
     std::shared_ptr<const LoadedPlugin> plugin;
     stage(ch, "load", [&] {
       plugin = load_plugin(t.plugin);
       register_plugin(plugin);
     });
+    if (loaded) *loaded = plugin;
     if (t.backend.empty()) {  // the load probe: what the plugin declares
       ch.send("manifest", {"backend", plugin->backend_name(), reg.backend(plugin->backend_name())->summary});
       for (const auto& po : plugin->optimizations) {
@@ -129,7 +139,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     }
     if (plugin->backend_name() != t.backend)
       throw InputError("plugin " + t.plugin + " now calls itself " + plugin->backend_name() + ", not " + t.backend);
-  } else {
+  } else if (t.plugin.empty()) {
     // A built-in backend: its module's code runs from here on, in this child only (modules.hpp).
     // (A test binary that links paths into itself and runs its own children has the backend
     // registered already; the product harness links none.)
@@ -170,7 +180,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
   const Problem& problem = sets[0];
 
   auto faults_at = [&](Stage s) {
-    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds))
+    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds, &problem.shape))
       ch.send("note", {note});
   };
   std::unique_ptr<Plan> plan;
@@ -230,12 +240,34 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
   stage(ch, "teardown", [&] { plan.reset(); });
 }
 
+// No core files: crash drills must not litter them.
+void no_core_files() {
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+}
+
+// Runs one decoded trial and reports how it ended (done, or error with the message).
+void run_trial(Channel& ch, const TrialSpec& spec, const std::string& dir, bool probe,
+               std::shared_ptr<const LoadedPlugin>* loaded) {
+  try {
+    if (const char* device = std::getenv("CUDA_VISIBLE_DEVICES")) ch.send("device", {device});
+    child_body(ch, spec, dir, probe, loaded);
+    ch.send("done");
+  } catch (const InputError& e) {
+    ch.send("error", {std::string("InputError: ") + e.what()});
+  } catch (const std::exception& e) {
+    ch.send("error", {e.what()});
+  } catch (...) {
+    ch.send("error", {"unknown exception"});
+  }
+  std::fflush(nullptr);
+}
+
 }  // namespace
 
 int child_main(const std::string& encoded) {
   setpgid(0, 0);  // own process group: the parent kills the whole group on a timeout
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);  // crash drills must not litter core files
+  no_core_files();
   int fd = -1;
   std::string dir;
   bool probe = false;
@@ -248,18 +280,44 @@ int child_main(const std::string& encoded) {
   }
   if (fd < 0) return 2;
   Channel ch(fd);
-  try {
-    child_body(ch, spec, dir, probe);
-    ch.send("done");
-  } catch (const InputError& e) {
-    ch.send("error", {std::string("InputError: ") + e.what()});
-  } catch (const std::exception& e) {
-    ch.send("error", {e.what()});
-  } catch (...) {
-    ch.send("error", {"unknown exception"});
+  run_trial(ch, spec, dir, probe, nullptr);
+  _exit(0);  // skip static destructors (driver teardown is not part of any trial)
+}
+
+int worker_main() {
+  setpgid(0, 0);
+  no_core_files();
+  std::shared_ptr<const LoadedPlugin> loaded;  // loaded once, by the first trial that names it
+  for (;;) {
+    // One SPEC: its lines up to an empty one (encode_trial escapes newlines inside values).
+    std::string text, line;
+    while (std::getline(std::cin, line) && !line.empty()) text += line + '\n';
+    if (text.empty()) break;  // the parent closed our stdin: nothing more to run
+    int fd = -1;
+    std::string dir;
+    bool probe = false;
+    TrialSpec spec;
+    try {
+      spec = decode_trial(text, &fd, &dir, &probe);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "harness worker: %s\n", e.what());
+      _exit(2);
+    }
+    if (fd < 0) _exit(2);
+    // This trial's stdout and stderr go to its own log, as a one-process child's do.
+    std::fflush(nullptr);
+    const int log = ::open((dir + "/child.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+      ::close(log);
+    }
+    Channel ch(fd);
+    run_trial(ch, spec, dir, probe, &loaded);
+    ch.send("end");
   }
   std::fflush(nullptr);
-  _exit(0);  // skip static destructors (driver teardown is not part of any trial)
+  _exit(0);
 }
 
 }  // namespace nvfp4

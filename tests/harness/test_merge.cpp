@@ -26,10 +26,14 @@ const std::string kRun = "--verify all --backend cpu --shape 7x13x48,33x65x160 -
 const std::string kDrill = " --inject corrupt@run:if=fused ";
 
 // Everything the harness prints after its "Summary (N trials, T s)" line.
+// The summary after its header line, without the overhead line (times, like the header's).
 std::string summary_block(const std::string& out) {
   const size_t at = out.find("\nSummary (");
   if (at == std::string::npos) return "";
-  return out.substr(out.find('\n', at + 1) + 1);
+  std::string s = out.substr(out.find('\n', at + 1) + 1);
+  const size_t o = s.find("  overhead: ");
+  if (o != std::string::npos) s.erase(o, s.find('\n', o) + 1 - o);
+  return s;
 }
 
 std::map<std::string, std::string> outcomes(const JsonValue& report) {
@@ -82,6 +86,8 @@ TEST_CASE("merge: the shards of a passing run give the unsharded summary, counts
   CHECK(summary_block(m.out) == summary_block(full.out));
   CHECK(has(summary_block(m.out), "  DEGENERATE case 1x1x16 gpumode seed 7: "));
   CHECK(has(summary_block(m.out), "result: 24 PASS -> exit 0"));
+  CHECK(has(m.out, "  overhead: "));  // the shards' trials' overheads, summed
+  CHECK(has(m.out, " s outside the stages in 24 trials"));
   const JsonValue merged = read_json_file(dir + "/m.json"), unsharded = read_json_file(dir + "/full.json");
   CHECK(merged.at("summary").text() == unsharded.at("summary").text());
   CHECK(merged.at("exit_code").text() == "0");

@@ -1,0 +1,490 @@
+// worker.cpp — the parent's side of trial children: reading a child's report under the stage
+// watchdog, classifying how it ended, a one-process trial (TrialRunner::run_child) and a worker
+// (see worker.hpp; the SPEC encoding is trial.cpp, the child's side trial_child.cpp).
+//
+// Files in a trial's directory:
+//   out<i>.f16   the output of checked call i+1 (L*M*N fp16 bit patterns, (L, M, N))
+//   g.f32 u.f32  the path's intermediates after the last checked call, when it exposes them
+//                (fp32, (L, M, N), alpha not applied)
+//   child.log    the child's stdout and stderr (a worker's: while it ran this trial)
+#include "worker.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "external.hpp"
+
+extern char** environ;
+
+namespace nvfp4 {
+
+using Clock = Conversation::Clock;
+
+namespace {
+
+Clock::duration secs(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// A message line split into its fields (trial_child.cpp escapes them).
+std::vector<std::string> split_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (ch == '\t') {
+      fields.emplace_back();
+    } else if (ch == '\\' && i + 1 < line.size()) {
+      const char nx = line[++i];
+      fields.back() += nx == 'n' ? '\n' : nx == 't' ? '\t' : nx;
+    } else {
+      fields.back() += ch;
+    }
+  }
+  return fields;
+}
+
+bool read_file(const std::string& path, void* data, size_t bytes) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  const size_t n = std::fread(data, 1, bytes, f);
+  const bool exact = n == bytes && std::fgetc(f) == EOF;
+  std::fclose(f);
+  return exact;
+}
+
+std::string signal_text(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGINT: return "SIGINT";
+    case SIGSYS: return "SIGSYS";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::string one_decimal(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", s);
+  return buf;
+}
+
+// The last `max_lines` lines of a log file.
+std::string log_tail(const std::string& path, size_t max_lines = 12) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4000);
+  f.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::vector<std::string> lines;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) lines.push_back(line);
+  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // a partial first line
+  std::string out;
+  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i)
+    out += (out.empty() ? "" : "\n") + lines[i];
+  return out;
+}
+
+// Closes a file descriptor when the scope ends, unless closed before.
+struct FdGuard {
+  int fd = -1;
+  ~FdGuard() { close(); }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+void kill_group(int pid) {
+  kill(-pid_t(pid), SIGKILL);
+  kill(pid_t(pid), SIGKILL);
+}
+
+std::string left_behind(int pid) {
+  return "child (pid " + std::to_string(pid) + ") not reaped within " + one_decimal(kReapSeconds) +
+         " s after SIGKILL (stuck in an uninterruptible call?); left behind";
+}
+
+// Forks and execs `args` with `env` in its own process group: stdin from `in_fd`, stdout and stderr
+// to `log_fd`, `keep_fd` open across exec. Everything is prepared by the caller: after fork only
+// async-signal-safe calls.
+int spawn(std::vector<std::string>& args, std::vector<std::string>& env, int in_fd, int log_fd, int keep_fd) {
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the harness
+    if (getppid() != parent) _exit(120);
+    if (in_fd >= 0) dup2(in_fd, 0);
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+    }
+    fcntl(keep_fd, F_SETFD, 0);  // the report pipe's write end survives exec
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here: no window in which a kill(-pid) misses the group
+  return int(pid);
+}
+
+}  // namespace
+
+std::vector<std::string> child_environment(const EnvOverrides& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& x : extra) replaced |= x.substr(0, x.find('=')) == name;
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk) {
+  const auto trial_deadline = talk.t0 + secs(b.trial);
+  talk.stage_t0 = talk.t0;
+  auto stage_deadline = talk.t0 + secs(b.of(talk.stage));
+  auto handle = [&](const std::string& line) {
+    const auto f = split_line(line);
+    const std::string& kind = f[0];
+    const auto now = Clock::now();
+    if (kind == "enter" && f.size() > 1) {
+      talk.stage = f[1];
+      talk.stage_t0 = now;
+      stage_deadline = now + secs(b.of(talk.stage));
+      rep.stages.push_back({talk.stage, 0.0, false});
+    } else if (kind == "leave" && f.size() > 2) {
+      for (auto& s : rep.stages)
+        if (s.stage == f[1] && !s.completed) {
+          s.seconds = std::atof(f[2].c_str());
+          s.completed = true;
+        }
+    } else if (kind == "describe" && f.size() > 1) {
+      rep.describe = f[1];
+    } else if (kind == "note" && f.size() > 1) {
+      rep.notes.push_back(f[1]);
+    } else if (kind == "skip") {
+      talk.skip = true;
+      talk.skip_reason = f.size() > 1 ? f[1] : "";
+    } else if (kind == "error") {
+      talk.error = true;
+      talk.error_message = f.size() > 1 ? f[1] : "";
+    } else if (kind == "output") {
+      ++talk.outputs;
+      talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
+    } else if (kind == "intermediates" && f.size() > 2) {
+      rep.have_intermediates = true;
+      talk.mid_g = size_t(std::atoll(f[1].c_str()));
+      talk.mid_u = size_t(std::atoll(f[2].c_str()));
+    } else if (kind == "available") {
+      rep.available = true;
+    } else if (kind == "manifest") {
+      rep.manifest.emplace_back(f.begin() + 1, f.end());
+    } else if (kind == "device" && f.size() > 1) {
+      rep.device = f[1];
+    } else if (kind == "done") {
+      talk.done = true;
+    } else if (kind == "end") {
+      talk.end = true;
+    }
+  };
+  auto drain = [&] {  // the complete lines received so far, up to a worker's `end`
+    size_t nl;
+    while (!talk.end && (nl = pending.find('\n')) != std::string::npos) {
+      handle(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
+    }
+  };
+  drain();
+  while (!talk.end) {
+    const auto now = Clock::now();
+    const auto deadline = std::min(stage_deadline, trial_deadline);
+    if (now >= deadline) {
+      kill_group(pid);
+      talk.killed = true;
+      talk.trial_budget_hit = trial_deadline <= stage_deadline;
+      break;
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    struct pollfd p = {fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, int(std::min<int64_t>(ms, 1000)));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+    if (r == 0) continue;  // re-check the deadline
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      break;
+    }
+    if (n == 0) break;  // EOF: the child exited (or closed its end)
+    pending.append(buf, size_t(n));
+    drain();
+  }
+  talk.end_of_talk = Clock::now();
+}
+
+void conclude(ChildReport& rep, const Conversation& talk, int status, const Budgets& b, const std::string& log_path) {
+  const std::string& stage = talk.stage;
+  rep.wall = std::chrono::duration<double>(Clock::now() - talk.t0).count();
+  rep.stage = stage;
+  rep.stage_elapsed = std::chrono::duration<double>(talk.end_of_talk - talk.stage_t0).count();
+  for (auto& s : rep.stages)
+    if (!s.completed) s.seconds = rep.stage_elapsed;
+
+  if (talk.killed) {
+    rep.outcome = Outcome::Timeout;
+    const double elapsed = rep.stage_elapsed;
+    if (talk.trial_budget_hit)
+      rep.message = "trial exceeded its budget of " + one_decimal(b.trial) + " s (in stage " + stage +
+                    " after " + one_decimal(elapsed) + " s); process group killed";
+    else
+      rep.message = "stage " + stage + " exceeded its budget of " + one_decimal(b.of(stage)) +
+                    " s (killed after " + one_decimal(elapsed) + " s)";
+  } else if (WIFSIGNALED(status)) {
+    rep.outcome = Outcome::Crash;
+    rep.message = signal_text(WTERMSIG(status)) + " in stage " + stage;
+    rep.child_log = log_tail(log_path);
+  } else if (talk.error) {
+    rep.outcome = Outcome::Error;
+    rep.message = talk.error_message;
+    rep.child_log = log_tail(log_path);
+  } else if (talk.skip) {
+    rep.outcome = Outcome::Skip;
+    rep.message = talk.skip_reason;
+  } else if (talk.done && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    rep.outcome = Outcome::Pass;  // completed: outputs to check
+  } else {
+    rep.outcome = Outcome::Error;
+    rep.message = "child exited with status " +
+                  std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " in stage " + stage +
+                  " without reporting why";
+    rep.child_log = log_tail(log_path);
+  }
+}
+
+void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec& spec, const std::string& dir) {
+  const int64_t elems = spec.c.from_dir() ? -1 : spec.c.shape.c_elems();
+  for (int i = 0; i < talk.outputs; ++i) {
+    const std::string path = dir + "/out" + std::to_string(i) + ".f16";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || st.st_size % 2 != 0 || (elems >= 0 && st.st_size != elems * 2)) {
+      rep.outcome = Outcome::Error;
+      rep.message = "output file of call " + std::to_string(i + 1) + " is missing or has the wrong size";
+      break;
+    }
+    std::vector<uint16_t> c(size_t(st.st_size / 2));
+    read_file(path, c.data(), c.size() * 2);
+    rep.outputs.push_back(std::move(c));
+  }
+  rep.output_sets = talk.output_sets;
+  if (rep.have_intermediates) {
+    rep.g.resize(talk.mid_g);
+    rep.u.resize(talk.mid_u);
+    if (!read_file(dir + "/g.f32", rep.g.data(), talk.mid_g * 4) ||
+        !read_file(dir + "/u.f32", rep.u.data(), talk.mid_u * 4)) {
+      rep.have_intermediates = false;
+      rep.notes.push_back("intermediates announced but unreadable");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One process per trial.
+
+std::string TrialRunner::new_dir() {
+  const std::string dir = tmp_ + "/t" + std::to_string(counter_++);
+  if (mkdir(dir.c_str(), 0700) != 0)
+    throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+  return dir;
+}
+
+ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe, const EnvOverrides& env) {
+  ChildReport rep;
+  const std::string dir = new_dir();
+  const std::string log_path = dir + "/child.log";
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  // Every descriptor is closed on every path out of here, exceptions included.
+  FdGuard read_end{fds[0]}, write_end{fds[1]};
+  FdGuard log_guard{::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+  FdGuard null_guard{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  std::vector<std::string> args = {exe_, "--child-trial", encode_trial(spec, fds[1], dir, probe)};
+  const External* ext = spec.options.external(spec.backend);
+  if (ext && ext->kind == External::Submission) {
+    write_submission_inputs(spec, dir);  // the driver reads its input sets from the trial directory
+    args = submission_child_args(*ext, spec, fds[1], dir);
+  }
+  std::vector<std::string> environment = child_environment(env);
+
+  Conversation talk;
+  talk.t0 = Clock::now();
+  const int pid = spawn(args, environment, null_guard.fd, log_guard.fd, fds[1]);
+  rep.pid = pid;
+  write_end.close();
+  log_guard.close();
+  null_guard.close();
+
+  // From here on the child exists: if anything below throws, it is killed (not left running).
+  struct ChildGuard {
+    int pid;
+    bool armed = true;
+    ~ChildGuard() {
+      if (!armed) return;
+      kill_group(pid);
+      int st = 0;
+      reap_within(pid, &st, kReapSeconds);
+    }
+  } child_guard{pid};
+  std::string pending;
+  const Budgets& b = spec.options.budget;
+  converse(fds[0], pid, b, pending, rep, talk);
+  read_end.close();
+  child_guard.armed = false;
+
+  // Reap the child. After its pipe closed it has little left to do; give it a grace period.
+  // A killed child is waited for at most kReapSeconds (see reap_within).
+  int status = 0;
+  if (talk.killed) {
+    if (!reap_within(pid, &status, kReapSeconds)) rep.notes.push_back(left_behind(pid));
+  } else if (!reap_within(pid, &status, 10.0)) {
+    kill_group(pid);
+    rep.notes.push_back("child did not exit within 10 s after its last message; killed");
+    if (!reap_within(pid, &status, kReapSeconds)) {
+      rep.notes.push_back(left_behind(pid));
+      status = SIGKILL;  // reported as killed (WIFSIGNALED) since it never exited by itself
+    }
+  }
+  conclude(rep, talk, status, b, log_path);
+  if (rep.outcome == Outcome::Pass && !probe) collect_outputs(rep, talk, spec, dir);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return rep;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workers.
+
+Worker::Worker(std::string exe, std::string dir, EnvOverrides env)
+    : exe_(std::move(exe)), dir_(std::move(dir)), env_(std::move(env)) {}
+
+Worker::~Worker() { end(); }
+
+void Worker::start() {
+  int report[2], input[2];
+  if (pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  FdGuard report_read{report[0]}, report_write{report[1]};
+  // The SPECs go over a socket: send() with MSG_NOSIGNAL to a worker that died fails with EPIPE
+  // instead of raising SIGPIPE in the harness.
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, input) != 0)
+    throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+  FdGuard input_read{input[0]}, input_write{input[1]};
+  FdGuard log_guard{::open((dir_ + "/worker.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
+  std::vector<std::string> args = {exe_, "--child-worker"};
+  std::vector<std::string> environment = child_environment(env_);
+  forked_ = Clock::now();
+  pid_ = spawn(args, environment, input[0], log_guard.fd, report[1]);
+  ++started_;
+  first_ = true;
+  child_fd_ = report[1];
+  from_child_ = report_read.fd;
+  to_child_ = input_write.fd;
+  report_read.fd = input_write.fd = -1;  // kept open while the worker lives
+  pending_.clear();
+}
+
+void Worker::end() {
+  if (pid_ <= 0) return;
+  kill_group(pid_);
+  int status = 0;
+  reap_within(pid_, &status, kReapSeconds);
+  ::close(to_child_);
+  ::close(from_child_);
+  pid_ = to_child_ = from_child_ = -1;
+}
+
+ChildReport Worker::run(const TrialSpec& spec, const std::string& trial_dir) {
+  if (pid_ <= 0) start();
+  ChildReport rep;
+  rep.pid = pid_;
+  Conversation talk;
+  talk.t0 = first_ ? forked_ : Clock::now();  // a worker's start is its first trial's cost
+  first_ = false;
+  const Budgets& b = spec.options.budget;
+  const std::string text = encode_trial(spec, child_fd_, trial_dir, false) + "\n";
+  bool sent = true;
+  for (size_t at = 0; at < text.size();) {
+    const ssize_t n = ::send(to_child_, text.data() + at, text.size() - at, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      sent = false;  // the worker is gone: its exit status says why
+      break;
+    }
+    at += size_t(n);
+  }
+  if (sent) converse(from_child_, pid_, b, pending_, rep, talk);
+  else talk.end_of_talk = Clock::now();
+
+  int status = 0;  // a worker that said `end` is alive and counts as exited normally
+  if (!talk.end) {
+    // It died, or the watchdog killed it: reap it (as run_child does) and start afresh next time.
+    const int pid = pid_;
+    if (!talk.killed && !reap_within(pid, &status, 10.0)) {
+      kill_group(pid);
+      rep.notes.push_back("child did not exit within 10 s after its last message; killed");
+      if (!reap_within(pid, &status, kReapSeconds)) {
+        rep.notes.push_back(left_behind(pid));
+        status = SIGKILL;
+      }
+    } else if (talk.killed && !reap_within(pid, &status, kReapSeconds)) {
+      rep.notes.push_back(left_behind(pid));
+    }
+    ::close(to_child_);
+    ::close(from_child_);
+    pid_ = to_child_ = from_child_ = -1;
+  }
+  conclude(rep, talk, status, b, trial_dir + "/child.log");
+  if (rep.outcome == Outcome::Pass) collect_outputs(rep, talk, spec, trial_dir);
+  if (rep.outcome != Outcome::Pass && rep.outcome != Outcome::Skip) end();  // fail-stop
+  return rep;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,87 @@
+// worker.hpp — the parent's side of a trial child's report, shared by a one-process trial
+// (TrialRunner::run_child) and a worker (docs/design.md §4).
+//
+// A worker is one child, `harness --child-worker`, that runs trials one after another: the parent
+// writes each trial's SPEC (trial.hpp, encode_trial) to the worker's stdin, ended by an empty
+// line; the worker answers on its report pipe exactly as a one-process child does (enter, leave,
+// output, ..., done or error or skip) and then `end`. Each trial keeps its private directory
+// (outputs, and child.log: the worker sends its stdout and stderr there for that trial). A plugin
+// is loaded once, before the worker's first trial, which reports stage load.
+// The parent keeps every watchdog per trial (the stage's deadline and the trial's, the trial
+// counted from the SPEC sent, or from the fork for a worker's first trial). Fail-stop: a trial
+// that does not end cleanly (TIMEOUT, CRASH, ERROR; a FAIL the parent judges; see Worker::end)
+// ends the worker (its process group is killed), so no trial ever runs after a fault in the same
+// process; the next trial starts a fresh worker. The outcome, stage and message of a trial are
+// what a one-process child gives.
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "trial.hpp"
+
+namespace nvfp4 {
+
+// This process's environment with `extra` replacing entries of the same name.
+std::vector<std::string> child_environment(const EnvOverrides& extra);
+
+// One trial's conversation on the report pipe, as the parent heard it.
+struct Conversation {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point t0;  // the trial's start: the fork, or the SPEC sent to a running worker
+  std::string stage = "setup";
+  Clock::time_point stage_t0, end_of_talk;
+  bool done = false, skip = false, error = false;
+  bool end = false;      // a worker's `end`: the trial is over and the worker waits for the next
+  bool killed = false, trial_budget_hit = false;
+  std::string skip_reason, error_message;
+  int outputs = 0;
+  std::vector<int> output_sets;
+  size_t mid_g = 0, mid_u = 0;
+};
+
+// Reads message lines from `fd` (bytes of a partial line stay in `pending`) into `rep` and `talk`
+// until EOF, an `end` line, or the stage's or the trial's deadline; past a deadline it kills the
+// process group `pid` (talk.killed).
+void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk);
+// Fills rep's outcome, stage, times and message from `talk` and the child's wait `status` (a
+// worker that said `end` is alive: status 0). `log_path`: the trial's child.log.
+void conclude(ChildReport& rep, const Conversation& talk, int status, const Budgets& b,
+              const std::string& log_path);
+// A completed trial's outputs (and intermediates) from its directory `dir`.
+void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec& spec, const std::string& dir);
+
+class Worker {
+ public:
+  // `exe`: the harness binary; `dir`: a private directory for the worker's own log; `env`: see
+  // EnvOverrides. The child is started by the first run().
+  Worker(std::string exe, std::string dir, EnvOverrides env);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Runs one trial (its private directory `trial_dir` exists). A trial that did not complete
+  // (anything but outputs to check or SKIP) has ended the worker when this returns.
+  ChildReport run(const TrialSpec& spec, const std::string& trial_dir);
+  // Kills the worker's process group and reaps it (nothing when none runs); the next run()
+  // starts a fresh one. The caller ends it after a trial it judged FAIL.
+  void end();
+  bool running() const { return pid_ > 0; }
+  int started() const { return started_; }  // how many worker processes were started
+
+ private:
+  void start();
+  std::string exe_, dir_;
+  EnvOverrides env_;
+  int pid_ = -1, to_child_ = -1, from_child_ = -1;
+  int child_fd_ = -1;  // the report pipe's number in the child
+  Conversation::Clock::time_point forked_;
+  bool first_ = false;  // the next trial is the worker's first
+  int started_ = 0;
+  std::string pending_;
+};
+
+// The child side: `harness --child-worker` (main calls this before parsing options).
+int worker_main();
+
+}  // namespace nvfp4

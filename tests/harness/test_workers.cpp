@@ -1,0 +1,266 @@
+// test_workers.cpp — workers, --jobs and --gpus (pool.hpp, worker.hpp) through the real binary,
+// and the parsing and reference prefetch behind them: a worker runs a combination's trials in one
+// process; a crash or a FAIL ends it and loses only that trial (the rest run in a fresh worker,
+// with what one process per trial gives); progress stays in list order with several slots; each
+// slot's child sees its GPU; references are computed once per (case, set).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cases.hpp"
+#include "errors.hpp"
+#include "harness_cli.hpp"
+#include "json_read.hpp"
+#include "pool.hpp"
+
+using namespace nvfp4;
+using harness_cli::has;
+using harness_cli::read_text;
+using harness_cli::run;
+
+namespace {
+
+const std::string kThree = " --backend cpu --shape 7x13x48,33x65x160,128x96x256x2 --dist normal --seed 7 ";
+
+// The trials of a run's JSON report.
+std::vector<JsonValue> trials_of(const std::string& args) {
+  const std::string json = harness_cli::temp_dir() + "/r.json";
+  run(args + " --json " + json);
+  return JsonValue::parse(read_text(json)).at("trials").items();
+}
+
+int pid_of(const JsonValue& t) { return int(t.number_or("child_pid", 0)); }
+
+// What must not depend on the isolation: name, outcome, stage and message of every trial.
+std::vector<std::string> verdicts(const std::vector<JsonValue>& trials) {
+  std::vector<std::string> v;
+  for (const auto& t : trials)
+    v.push_back(t.str_or("combo", "") + " | " + t.at("case").str_or("name", "") + " | " + t.str_or("outcome", "") +
+                " | " + t.str_or("stage", "") + " | " + t.str_or("message", ""));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a worker runs one combination's trials in one process; --isolate trial one process each") {
+  const auto w = trials_of("--verify plain,fused" + kThree + "--isolate worker");
+  REQUIRE(w.size() == 6);
+  for (size_t c = 0; c < 2; ++c) {  // combination-major: plain's three cases, then fused's
+    CHECK(pid_of(w[3 * c]) > 0);
+    CHECK(pid_of(w[3 * c]) == pid_of(w[3 * c + 1]));
+    CHECK(pid_of(w[3 * c]) == pid_of(w[3 * c + 2]));
+  }
+  CHECK(pid_of(w[0]) != pid_of(w[3]));
+  const auto t = trials_of("--verify plain,fused" + kThree + "--isolate trial");
+  REQUIRE(t.size() == 6);
+  std::set<int> pids;
+  for (const auto& x : t) pids.insert(pid_of(x));
+  CHECK(pids.size() == 6);
+  for (const auto& x : w) CHECK(x.str_or("outcome", "") == "PASS");
+  for (const auto& x : t) CHECK(x.str_or("outcome", "") == "PASS");
+}
+
+TEST_CASE("a worker killed mid-trial loses only that trial; the rest run in a fresh worker") {
+  for (const std::string fault : {"crash@run", "hang@warmup", "error@init", "corrupt@run"}) {
+    CAPTURE(fault);
+    const std::string args = "--verify plain" + kThree + "--budget-warmup 1 --inject " + fault + ":case=33x65x160";
+    const auto w = trials_of(args + " --isolate worker");
+    REQUIRE(w.size() == 3);
+    CHECK(w[0].str_or("outcome", "") == "PASS");
+    CHECK(w[1].str_or("outcome", "") != "PASS");
+    CHECK(w[2].str_or("outcome", "") == "PASS");
+    // The failing trial ran in the worker of the first; the third in a fresh one.
+    CHECK(pid_of(w[1]) == pid_of(w[0]));
+    CHECK(pid_of(w[2]) != pid_of(w[0]));
+    // Exactly what one process per trial gives.
+    CHECK(verdicts(w) == verdicts(trials_of(args + " --isolate trial")));
+  }
+}
+
+TEST_CASE("the fault drills classify the same in both modes, on a whole lattice") {
+  const std::string args = "--verify all --backend cpu --shape 7x13x48,33x65x160 --dist normal,ones --budget-tune 1 "
+                           "--inject crash@warmup:if=fused:case=33x65x160 --inject hang@tune:case=7x13x48";
+  auto w = verdicts(trials_of(args + " --isolate worker"));
+  auto t = verdicts(trials_of(args + " --isolate trial"));
+  REQUIRE(w.size() == 16);
+  // Within a level the order differs (combination-major with workers); the trials do not.
+  std::multiset<std::string> ws(w.begin(), w.end()), ts(t.begin(), t.end());
+  CHECK(ws == ts);
+  int crash = 0, timeout = 0, blocked = 0;
+  for (const auto& v : w) {
+    crash += has(v, "| CRASH | warmup | SIGSEGV in stage warmup");
+    timeout += has(v, "| TIMEOUT | tune |");
+    blocked += has(v, "| BLOCKED |");
+  }
+  CHECK(crash == 2);    // fused on the two 33x65x160 cases
+  CHECK(timeout == 2);  // autotune on the two 7x13x48 cases
+  CHECK(blocked == 4);  // autotune+fused: both of its subs failed
+}
+
+TEST_CASE("--jobs: progress lines and the report stay in list order; the lattice stays staged") {
+  const std::string args = "--verify all --backend cpu --shape 7x13x48,33x65x160,128x96x256x2 --dist normal,uniform "
+                           "--inject error@warmup:if=fused:case=128x96x256x2";
+  auto names = [](const harness_cli::Result& r) {
+    std::vector<std::string> lines;
+    std::string line;
+    for (char ch : r.out) {
+      if (ch != '\n') {
+        line += ch;
+        continue;
+      }
+      if (line.rfind("[", 0) == 0) {  // "[  i/N  t s] NAME  OUTCOME ..."
+        const size_t from = line.find("] ") + 2;
+        lines.push_back(line.substr(from, line.find("  ", from) - from));
+      }
+      line.clear();
+    }
+    return lines;
+  };
+  const auto one = run(args + " --jobs 1");
+  const auto three = run(args + " --jobs 3");
+  CHECK(one.rc == 1);
+  CHECK(three.rc == 1);
+  CHECK(names(one).size() >= 18);
+  CHECK(names(one) == names(three));
+  CHECK(verdicts(trials_of(args + " --jobs 1")) == verdicts(trials_of(args + " --jobs 3")));
+  CHECK(has(three.out, "BLOCKED cpu autotune+fused (blocked by fused)"));
+}
+
+TEST_CASE("--gpus: each slot's child runs with its own CUDA_VISIBLE_DEVICES; ctest's resource spec") {
+  const auto t = trials_of("--verify plain" + kThree + "--gpus 3,5 --jobs 2");
+  REQUIRE(t.size() == 3);
+  std::set<std::string> seen;
+  for (const auto& x : t) {
+    CHECK(x.str_or("outcome", "") == "PASS");
+    seen.insert(x.str_or("device", ""));
+  }
+  CHECK(seen == std::set<std::string>{"3", "5"});
+  // --isolate trial passes it too.
+  for (const auto& x : trials_of("--verify plain" + kThree + "--gpus 4 --isolate trial"))
+    CHECK(x.str_or("device", "") == "4");
+  // Without --gpus: the GPUs ctest allocated.
+  const std::string env = "CTEST_RESOURCE_GROUP_COUNT=1 CTEST_RESOURCE_GROUP_0=gpus CTEST_RESOURCE_GROUP_0_GPUS=id:2,slots:1 ";
+  const std::string json = harness_cli::temp_dir() + "/r.json";
+  const std::string cmd = env + harness_cli::harness_bin() + " --verify plain" + kThree + "--json " + json + " >/dev/null 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  const JsonValue rep = JsonValue::parse(read_text(json));
+  REQUIRE(rep.at("trials").items().size() == 3);
+  for (const auto& x : rep.at("trials").items()) CHECK(x.str_or("device", "") == "2");
+  // No GPU given: the variable is left as it is (unset here).
+  for (const auto& x : trials_of("--verify plain" + kThree)) CHECK(x.find("device") == nullptr);
+}
+
+TEST_CASE("bad --isolate, --jobs, --gpus: exit 2") {
+  for (const char* bad : {"--isolate process", "--jobs 0", "--jobs -3", "--gpus x", "--gpus 1,1", "--gpus 0,,1"}) {
+    CAPTURE(bad);
+    const auto r = run("--verify plain" + kThree + bad);
+    CHECK(r.rc == 2);
+  }
+}
+
+TEST_CASE("overhead: per trial wall minus its stages, and the total in the summary") {
+  const std::string json = harness_cli::temp_dir() + "/r.json";
+  const auto r = run("--verify plain" + kThree + "--json " + json);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "overhead: "));
+  CHECK(has(r.out, "s outside the stages in 3 trials"));
+  const JsonValue rep = JsonValue::parse(read_text(json));
+  double total = 0;
+  for (const auto& t : rep.at("trials").items()) {
+    double stages = 0;
+    for (const auto& s : t.at("stages").items()) stages += s.number_or("seconds", 0);
+    const double o = t.number_or("overhead_s", -1);
+    CHECK(o >= 0);
+    CHECK(o == doctest::Approx(t.number_or("wall_s", 0) - stages).epsilon(1e-9));
+    total += o;
+  }
+  CHECK(rep.number_or("overhead_s", -1) == doctest::Approx(total));
+}
+
+TEST_CASE("run policy parsing: GPU lists, ctest resource groups, /proc counting, work units") {
+  CHECK(parse_gpu_list("0,2,7") == std::vector<std::string>{"0", "2", "7"});
+  CHECK(parse_gpu_list("GPU-1a2b-3c") == std::vector<std::string>{"GPU-1a2b-3c"});
+  for (const char* bad : {"", "0,", "a", "1,1", "-1", "0;1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_gpu_list(bad), InputError);
+  }
+  std::map<std::string, std::string> env = {{"CTEST_RESOURCE_GROUP_COUNT", "2"},
+                                            {"CTEST_RESOURCE_GROUP_0", "gpus"},
+                                            {"CTEST_RESOURCE_GROUP_0_GPUS", "id:1,slots:1;id:3,slots:2"},
+                                            {"CTEST_RESOURCE_GROUP_1", "gpus,cpus"},
+                                            {"CTEST_RESOURCE_GROUP_1_GPUS", "id:0,slots:1"}};
+  auto get = [&](const std::string& k) -> const char* {
+    auto it = env.find(k);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  CHECK(gpus_from_ctest(get) == std::vector<std::string>{"1", "3", "0"});
+  env["CTEST_RESOURCE_GROUP_1"] = "cpus";  // a group without gpus gives none
+  CHECK(gpus_from_ctest(get) == std::vector<std::string>{"1", "3"});
+  env["CTEST_RESOURCE_GROUP_0_GPUS"] = "slots:1";
+  CHECK_THROWS_AS(gpus_from_ctest(get), InputError);
+  env.clear();
+  CHECK(gpus_from_ctest(get).empty());
+
+  const std::string proc = harness_cli::temp_dir();
+  for (const char* bus : {"0000:01:00.0", "0000:41:00.0", "0000:81:00.0"}) std::filesystem::create_directory(proc + "/" + bus);
+  CHECK(count_gpus(proc) == 3);
+
+  RunPolicy p;
+  CHECK(p.env(0).empty());
+  p.gpus = {"2", "6"};
+  CHECK(p.env(0) == EnvOverrides{"CUDA_VISIBLE_DEVICES=2"});
+  CHECK(p.env(3) == EnvOverrides{"CUDA_VISIBLE_DEVICES=6"});
+
+  std::vector<TrialSpec> specs;
+  for (const char* combo : {"plain", "fused"})
+    for (int c = 0; c < 4; ++c) {
+      TrialSpec s;
+      s.backend = "cpu";
+      s.combo = Combo::parse(combo);
+      s.c.seed = uint64_t(c);
+      specs.push_back(s);
+    }
+  using Units = std::vector<std::vector<size_t>>;
+  CHECK(work_units(specs, Isolation::Worker, 1) == Units{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  CHECK(work_units(specs, Isolation::Worker, 4) == Units{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  CHECK(work_units(specs, Isolation::Worker, 100).size() == 8);
+  CHECK(work_units(specs, Isolation::Trial, 1).size() == 8);
+}
+
+TEST_CASE("prefetch: every (case, set) once, in parallel, within the byte budget") {
+  std::vector<CaseSpec> cases;
+  for (const char* shape : {"7x13x48", "33x65x160", "128x96x256x2"}) {
+    CaseSpec c;
+    c.shape = Shape::parse(shape);
+    c.dist = "normal";
+    c.seed = 7;
+    cases.push_back(c);
+  }
+  ReferenceCache cache;
+  cases.push_back(cases[0]);  // a repeated case is computed once
+  cache.prefetch(cases, 2, InputSet::Activations, 4);
+  CHECK(cache.computed() == 3 * 3);  // sets 0, 1 and the warm-up's (2) of each case
+  for (const auto& c : cases)
+    for (int set = 0; set <= 2; ++set) {
+      const auto info = cache.get(c, set, InputSet::Activations);
+      ReferenceCache fresh;
+      CHECK(info->ref.c == fresh.get(c, set, InputSet::Activations)->ref.c);
+    }
+  CHECK(cache.computed() == 9);  // get() found them all
+  REQUIRE(cache.seen().size() == 3);
+  CHECK(cache.seen()[0]->spec.shape.str() == "7x13x48");  // in the order given
+  CHECK(cache.seen()[2]->spec.shape.str() == "128x96x256x2");
+
+  // A budget for one small case: the others are left to get().
+  ReferenceCache small(3 * size_t(7 * 13) * (4 * sizeof(double) + 2));
+  small.prefetch(cases, 2, InputSet::Activations);
+  CHECK(small.computed() == 3);
+  small.get(cases[1]);
+  CHECK(small.computed() == 4);
+}
