@@ -2,8 +2,9 @@
 # gpu_run.sh — THE script run on the GPU machine: GPU tests, compute-sanitizer, `harness --verify
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
-#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify bench benchbase (default: the
-#                                   first four; benchbase times $dist/harness-base the same way)
+#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial bench benchbase
+#                                   (default: tests sanitize verify bench; verifytrial is verify with
+#                                   --isolate trial; benchbase times $dist/harness-base the same way)
 #
 # Environment:
 #   NVFP4_DIST   folder with the executables (default: build-gpu-dist, made by tools/gpu_dist.sh
@@ -96,6 +97,13 @@ for phase in "${phases[@]}"; do
       step "harness --backend gpu --verify $what" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify.log" \
         "$dist/harness" --backend gpu --verify "$what" --json "$out/verify.json"
       ;;
+    verifytrial)
+      # The same verify with one process per trial (--isolate trial): the before/after of workers.
+      what=${NVFP4_VERIFY:-all}
+      step "harness --backend gpu --verify $what --isolate trial" "${NVFP4_VERIFY_LIMIT:-540}" \
+        "$out/verify-trial.log" "$dist/harness" --backend gpu --verify "$what" --isolate trial \
+        --json "$out/verify-trial.json"
+      ;;
     bench)
       combos=${NVFP4_BENCH:-plain,graph,autotune+graph}
       if [ -z "${NVFP4_BENCH:-}" ] && "$dist/harness" --list 2>/dev/null | grep -qw fused; then
@@ -122,11 +130,13 @@ done
   echo
   echo "step                                         verdict       time"
   cat "$summary.rows"
-  if [ -f "$out/verify.log" ]; then
-    echo
-    echo "--- verify (tail)"
-    tail -n 25 "$out/verify.log"
-  fi
+  for v in verify verify-trial; do
+    if [ -f "$out/$v.log" ]; then
+      echo
+      echo "--- $v (tail)"
+      tail -n 25 "$out/$v.log"
+    fi
+  done
   for b in bench bench-base; do
     if [ -f "$out/$b.log" ]; then
       echo
