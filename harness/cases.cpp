@@ -1,6 +1,8 @@
 // cases.cpp — case specs, input sets, reference analysis and the reference cache (see cases.hpp).
 #include "cases.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -199,7 +201,15 @@ std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int se
   return info;
 }
 
-void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads) {
+size_t ReferenceCache::default_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double quarter = pages > 0 && page > 0 ? double(pages) * double(page) / 4 : 0;
+  const double lo = double(size_t(2) << 30), hi = double(size_t(32) << 30);
+  return size_t(std::min(hi, std::max(lo, quarter)));
+}
+
+void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads,
+                              const SetSink& on_set) {
   struct Task {
     size_t c;  // index into `todo`
     int set;
@@ -251,6 +261,7 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
   run_pool(todo.size(), [&](size_t i) {
     try {
       bases[i] = std::make_shared<const Problem>(todo[i].make());
+      if (on_set) on_set(todo[i], 0, InputSet::Activations, *bases[i]);
     } catch (...) {
       broken[i] = 1;  // get() builds it again and reports why
     }
@@ -259,7 +270,9 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
     Task& t = tasks[i];
     if (broken[t.c]) return;
     try {
-      t.info = analyse_case(todo[t.c], make_input_set(todo[t.c], *bases[t.c], t.set, t.mode), t.set, t.mode, inner);
+      const Problem p = make_input_set(todo[t.c], *bases[t.c], t.set, t.mode);
+      if (on_set && t.set > 0) on_set(todo[t.c], t.set, t.mode, p);
+      t.info = analyse_case(todo[t.c], p, t.set, t.mode, inner);
     } catch (...) {
       // left to get()
     }

@@ -24,6 +24,7 @@
 // into the plan's buffers; with InputSet::Activations only A and SFA change, as in an engine).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -99,7 +100,11 @@ std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem
 // Safe to use from several threads at once (one lock around the cache).
 class ReferenceCache {
  public:
-  explicit ReferenceCache(size_t max_bytes = size_t(2) << 30) : max_bytes_(max_bytes) {}
+  // Default budget: a quarter of the machine's memory, at least 2 GiB and at most 32 GiB (a whole
+  // default suite's references stay cached; a smaller budget recomputes evicted ones on each pass
+  // of the lattice over the cases).
+  explicit ReferenceCache(size_t max_bytes = default_bytes()) : max_bytes_(max_bytes) {}
+  static size_t default_bytes();
   // The reference of input set `set` of the case (`mode` matters only for set > 0), computed on
   // first use (may throw InputError for a bad case directory).
   std::shared_ptr<const CaseInfo> get(const CaseSpec& spec, int set = 0,
@@ -109,7 +114,11 @@ class ReferenceCache {
   // many as fit in the byte budget (the rest are computed by get() on first use). Generated cases
   // only (a case directory's shape is known once it is read); a case that cannot be built is left
   // to get(), which reports it. They enter the cache (and seen()) in the order of `cases`.
-  void prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads = 0);
+  // `on_set`, when given, is called (on the pool's threads) with every input set generated here,
+  // set 0 included (Session writes them to its InputStore for the children).
+  using SetSink = std::function<void(const CaseSpec&, int set, InputSet mode, const Problem&)>;
+  void prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads = 0,
+                const SetSink& on_set = nullptr);
   // Every case analysed so far (its set 0), in first-use order (for the report).
   const std::vector<std::shared_ptr<const CaseInfo>>& seen() const { return seen_summary_; }
   // How many references were computed (each (case, set, mode) once while it stays cached).

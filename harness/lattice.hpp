@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cases.hpp"
+#include "input_store.hpp"
 #include "pool.hpp"
 #include "trial.hpp"
 
@@ -81,6 +82,7 @@ class Session {
   std::ostream* progress_;
   TrialRunner runner_;
   ReferenceCache cache_;
+  InputStore store_;  // in runner_'s directory: the input sets prefetch generated, for the children
   std::vector<TrialResult> results_;
   std::map<std::string, BackendStatus> backends_;
   size_t total_ = 0;

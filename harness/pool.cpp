@@ -143,7 +143,9 @@ void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>
   // Every reference these trials need, once per (case, input set), on the host's cores.
   std::vector<CaseSpec> cases;
   for (const auto& s : specs) cases.push_back(s.c);
-  cache_.prefetch(cases, options_.runs, options_.fresh);
+  // The input sets generated for them go to the store, where the children read them.
+  cache_.prefetch(cases, options_.runs, options_.fresh, 0,
+                  [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
 
   const auto units = work_units(specs, policy_.isolate, policy_.jobs);
   struct Slot {

@@ -137,6 +137,7 @@ std::string encode_trial(const TrialSpec& t, int fd, const std::string& dir, boo
   kv("tune_cache", o.plan.tune_cache_dir);
   kv("tune_reps", std::to_string(o.plan.tune_reps));
   kv("tune_time", num(o.plan.tune_budget_s));
+  if (!o.input_store.empty()) kv("input_store", o.input_store);
   for (const auto& f : o.faults) kv("fault", f.str());
   kv("fd", std::to_string(fd));
   kv("dir", dir);
@@ -169,6 +170,7 @@ TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool*
     else if (k == "tune_reps") t.options.plan.tune_reps = std::atoi(v.c_str());
     else if (k == "tune_time") t.options.plan.tune_budget_s = std::atof(v.c_str());
     else if (k == "fault") t.options.faults.push_back(Fault::parse(v));
+    else if (k == "input_store") t.options.input_store = v;
     else if (k == "fd") { if (fd) *fd = std::atoi(v.c_str()); }
     else if (k == "dir") { if (dir) *dir = v; }
     else if (k == "probe") { if (probe) *probe = v == "1"; }

@@ -70,6 +70,9 @@ struct TrialOptions {
   // the alphas.
   InputSet fresh = InputSet::Activations;
   std::vector<External> externals;  // the outside paths of this run, by backend name
+  // The parent's InputStore folder (input_store.hpp): the child reads its input sets from there
+  // when they are stored, else generates them. Empty: always generate.
+  std::string input_store;
   const External* external(const std::string& backend) const;  // nullptr for a built-in one
 };
 
@@ -159,6 +162,8 @@ class TrialRunner {
   ChildReport run_child(const TrialSpec& spec, bool probe = false, const EnvOverrides& env = {});
   // A new private directory for one trial (or one worker's own files), under this runner's.
   std::string new_dir();
+  // This runner's private directory (removed with the runner).
+  const std::string& tmp() const { return tmp_; }
   const std::string& exe() const { return exe_; }
   // A probe child: does Backend::available() say yes? (outcome SKIP with the reason if not.)
   // (A submission backend is not probed: its trials SKIP with the driver's reason.)

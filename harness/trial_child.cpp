@@ -21,6 +21,7 @@
 
 #include "errors.hpp"
 #include "external.hpp"
+#include "input_store.hpp"
 #include "modules.hpp"
 #include "plugin_plan.hpp"
 #include "worker.hpp"
@@ -167,14 +168,21 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       return;
     }
     check_combo(t.backend, t.combo);
-    sets.push_back(t.c.make());
+    // Each input set from the parent's store when it is there (input_store.hpp), else generated.
+    auto input_set = [&](int k) {
+      const InputSet mode = k == 0 ? InputSet::Activations : o.fresh;
+      Problem p;
+      if (read_stored_set(o.input_store, t.c, k, mode, p)) return p;
+      return k == 0 ? t.c.make() : make_input_set(t.c, sets[0], k, o.fresh);
+    };
+    sets.push_back(input_set(0));
     const Support sup = combo_supports(t.backend, t.combo, sets[0].shape);
     if (!sup.ok) {
       ch.send("skip", {t.combo.str() + " does not support " + sets[0].shape.str() + ": " + sup.reason});
       skip = true;
       return;
     }
-    for (int k = 1; k <= warmup_set(o.runs); ++k) sets.push_back(make_input_set(t.c, sets[0], k, o.fresh));
+    for (int k = 1; k <= warmup_set(o.runs); ++k) sets.push_back(input_set(k));
   });
   if (skip) return;
   const Problem& problem = sets[0];

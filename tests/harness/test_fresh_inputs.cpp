@@ -12,6 +12,7 @@
 // before any test runs (after static initialization, so every registration is in place).
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "case_dir.hpp"
 #include "distributions.hpp"
 #include "harness_cli.hpp"
+#include "input_store.hpp"
 #include "registry.hpp"
 #include "report.hpp"
 #include "suite.hpp"
@@ -453,5 +455,67 @@ TEST_CASE("cli: --alpha names the case and round-trips through the reproducer; -
   for (const char* bad : {"--verify plain --fresh some", "--verify plain --alpha 1", "--verify plain --alpha x,1"}) {
     CAPTURE(bad);
     CHECK(harness_cli::run(std::string("--backend cpu ") + bad).rc == 2);
+  }
+}
+
+// ---- the input store: sets generated once by the parent, read by the children ---------------------
+
+TEST_CASE("input store: a stored set reads back byte for byte; another case's or a damaged file is never taken") {
+  const std::string dir = harness_cli::temp_dir() + "/store";
+  InputStore store(dir, size_t(1) << 30);
+  REQUIRE(store.dir() == dir);
+  const CaseSpec c = small_case("17x9x80x3", "uniform", 11);
+  const Problem base = c.make();
+  const Problem set2 = make_input_set(c, base, 2, InputSet::All);
+  store.put(c, 0, InputSet::Activations, base);
+  store.put(c, 2, InputSet::All, set2);
+  Problem p;
+  REQUIRE(read_stored_set(dir, c, 0, InputSet::Activations, p));
+  CHECK(same_inputs(p, base));
+  REQUIRE(read_stored_set(dir, c, 2, InputSet::All, p));
+  CHECK(same_inputs(p, set2));
+  // Not stored: set 1, set 2 of the other mode, another seed.
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::All, p));
+  CHECK_FALSE(read_stored_set(dir, c, 2, InputSet::Activations, p));
+  CaseSpec other = c;
+  other.seed = 12;
+  CHECK_FALSE(read_stored_set(dir, other, 0, InputSet::Activations, p));
+  // A file of another case under this case's name is refused (its key is checked), and so is a
+  // truncated file.
+  namespace fs = std::filesystem;
+  fs::copy_file(stored_set_path(dir, c, 0, InputSet::Activations), stored_set_path(dir, other, 0, InputSet::Activations));
+  CHECK_FALSE(read_stored_set(dir, other, 0, InputSet::Activations, p));
+  const std::string path = stored_set_path(dir, c, 0, InputSet::Activations);
+  fs::resize_file(path, fs::file_size(path) - 1);
+  CHECK_FALSE(read_stored_set(dir, c, 0, InputSet::Activations, p));
+  // Over the byte budget nothing is written (the children then generate the sets).
+  InputStore tiny(harness_cli::temp_dir() + "/tiny", 100);
+  tiny.put(c, 0, InputSet::Activations, base);
+  CHECK_FALSE(read_stored_set(tiny.dir(), c, 0, InputSet::Activations, p));
+}
+
+TEST_CASE("input store: the child computes on the stored sets (a tampered stored set FAILs the trial)") {
+  const CaseSpec c = small_case();
+  TrialOptions o;
+  const std::string dir = harness_cli::temp_dir() + "/store";
+  InputStore store(dir, size_t(1) << 30);
+  o.input_store = dir;
+  ReferenceCache cache;
+  const Problem base = c.make();
+  for (int k = 0; k <= warmup_set(o.runs); ++k)
+    store.put(c, k, k == 0 ? InputSet::Activations : o.fresh, k == 0 ? base : make_input_set(c, base, k, o.fresh));
+  CHECK(run_trial("plain", c, o, cache).outcome == Outcome::Pass);
+  // Set 1 in the store now holds other activations: the child takes them, so call 2 is wrong.
+  Problem tampered = make_input_set(c, base, 1, o.fresh);
+  for (auto& b : tampered.a) b = uint8_t(b ^ 0x11);
+  std::filesystem::remove(stored_set_path(dir, c, 1, o.fresh));
+  store.put(c, 1, o.fresh, tampered);
+  const TrialResult r = run_trial("plain", c, o, cache);
+  CHECK(r.outcome == Outcome::Fail);
+  CHECK(r.over_per_call.size() == 3);
+  if (r.over_per_call.size() == 3) {
+    CHECK(r.over_per_call[0] == 0);
+    CHECK(r.over_per_call[1] > 0);
+    CHECK(r.over_per_call[2] == 0);
   }
 }
