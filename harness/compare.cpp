@@ -1,12 +1,15 @@
 // compare.cpp — the derived tolerance and the per-trial metrics (see compare.hpp for the formulas).
 #include "compare.hpp"
 
+#include <thread>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "formats.hpp"
 #include "silu.hpp"
@@ -205,7 +208,7 @@ bool gpumode_mismatch(uint16_t got, uint16_t ref) {
 
 Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2,
                           const uint16_t* got, const std::vector<float>* g_hat,
-                          const std::vector<float>* u_hat, int call) {
+                          const std::vector<float>* u_hat, int call, int threads) {
   const Shape& s = ref.shape;
   const int64_t total = s.c_elems();
   if (int64_t(ref.c.size()) != total || int64_t(ref.g.size()) != total ||
@@ -218,96 +221,145 @@ Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2
   out.elements = total;
   const bool have_mid = g_hat && u_hat;
   const bool mid_sized = have_mid && int64_t(g_hat->size()) == total && int64_t(u_hat->size()) == total;
-  int64_t rejected_real = 0, rejected_with_gemm_error = 0;
-  if (mid_sized) out.g_out_of_bound = out.u_out_of_bound = 0;
 
-  // The statistical criterion: z of every element not correctly rounded beyond e_ep.
+  // One pass over a range of elements. Large outputs are split into ranges scanned on several
+  // threads and merged in index order, which gives exactly the serial result (counts add, maxima
+  // keep the first index on ties, the worst-element lists merge in order).
+  struct Part {
+    Comparison out;
+    std::vector<double> excess;  // z of every element not correctly rounded beyond e_ep
+    std::vector<ElementReport> unexplained_at;
+    int64_t rejected_real = 0, rejected_with_gemm_error = 0;
+  };
+  auto scan = [&](int64_t lo, int64_t hi, Part& p) {
+    if (mid_sized) p.out.g_out_of_bound = p.out.u_out_of_bound = 0;
+    for (int64_t i = lo; i < hi; ++i) {
+      const uint16_t c = got[i];
+      ElementReport er;
+      er.l = i / (s.M * s.N);
+      er.m = (i / s.N) % s.M;
+      er.n = i % s.N;
+      er.got = c;
+      er.ref = ref.c[i];
+      er.call = call;
+
+      if (gpumode_mismatch(c, ref.c[i])) ++p.out.gpumode_mismatch;
+
+      // Whether the GEMMs were already wrong here (only with intermediates).
+      bool gemm_error = false;
+      if (mid_sized) {
+        auto off = [&](double exact, float hat, double s_abs) {
+          if (std::isnan(exact)) return !std::isnan(hat);
+          return !(std::fabs(double(hat) - exact) <= tol.gemm_bound(s_abs));
+        };
+        const bool g_off = off(ref.g[i], (*g_hat)[i], ref.g_abs[i]);
+        const bool u_off = off(ref.u[i], (*u_hat)[i], ref.u_abs[i]);
+        p.out.g_out_of_bound += g_off;
+        p.out.u_out_of_bound += u_off;
+        gemm_error = g_off || u_off;
+      }
+
+      if (c == kPoisonBits) {
+        ++p.out.poisoned;
+        ++p.out.over_tolerance;
+        er.exact = tol.exact_output(ref.g[i], ref.u[i]);
+        er.err = std::numeric_limits<double>::infinity();
+        if (p.out.first_poisoned.size() < 5) p.out.first_poisoned.push_back(er);
+        continue;
+      }
+      const bool got_nan = fp16_is_nan(c), ref_nan = fp16_is_nan(ref.c[i]);
+      if (!got_nan && !ref_nan) {
+        const uint32_t d = fp16_ulp_distance(c, ref.c[i]);
+        ++p.out.ulp_hist[ulp_bucket(d)];
+        p.out.max_ulp = std::max(p.out.max_ulp, d);
+      }
+
+      const Tolerance::Verdict v = tol.judge(c, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
+      er.exact = v.exact;
+      er.err = v.err;
+      er.bound = v.bound;
+      const double x = fp16_to_double(c);
+      if (std::isfinite(x) && std::isfinite(v.exact)) {
+        const double abs_err = std::fabs(x - v.exact);
+        if (abs_err > p.out.max_abs) {
+          p.out.max_abs = abs_err;
+          p.out.max_abs_at = er;
+        }
+        if (std::fabs(v.exact) >= 0x1p-14) {  // below fp16's normal range relative error means little
+          const double rel = abs_err / std::fabs(v.exact);
+          if (rel > p.out.max_rel) {
+            p.out.max_rel = rel;
+            p.out.max_rel_at = er;
+          }
+        }
+      }
+      if (std::isfinite(x) && std::isfinite(v.exact) && !fp16_is_inf(ref.c[i]) && !fp16_is_nan(ref.c[i])) {
+        ++p.out.stat_elements;
+        const Statistic::Scale sc = Statistic::scale(tol, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
+        const double beyond = std::fabs(x - v.exact) - sc.half_ulp - sc.e_ep;
+        if (beyond > 0) {
+          const double z = sc.tau > 0 ? beyond / sc.tau : std::numeric_limits<double>::infinity();
+          p.excess.push_back(z);
+          if (z > Statistic::kLambda) {
+            ++p.out.unexplained;
+            if (std::fabs(x - v.exact) <= fp16_ulp_at(v.exact)) ++p.out.unexplained_one_ulp;
+            ElementReport ue = er;
+            ue.bound = sc.half_ulp + Statistic::kLambda * sc.tau + sc.e_ep;
+            keep_worst(p.unexplained_at, ue, 5);
+          }
+        }
+      }
+      if (v.ok) continue;
+      ++p.out.over_tolerance;
+      ++p.rejected_real;
+      p.rejected_with_gemm_error += gemm_error;
+      if (got_nan != ref_nan) ++p.out.nan_mismatch;
+      if (fp16_is_inf(c) || fp16_is_inf(ref.c[i]) || std::isinf(v.exact)) ++p.out.inf_mismatch;
+      keep_worst(p.out.worst, er, 5);
+    }
+  };
+  const int64_t min_part = int64_t(1) << 16;
+  const int64_t cores = threads > 0 ? threads : int64_t(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(cores, total / min_part));
+  std::vector<Part> part(static_cast<size_t>(parts));
+  {
+    std::vector<std::thread> threads;
+    for (int64_t t = 0; t < parts; ++t) {
+      const int64_t lo = total * t / parts, hi = total * (t + 1) / parts;
+      if (t + 1 == parts) scan(lo, hi, part[size_t(t)]);
+      else threads.emplace_back(scan, lo, hi, std::ref(part[size_t(t)]));
+    }
+    for (auto& th : threads) th.join();
+  }
   std::vector<double> excess;
   std::vector<ElementReport> unexplained_at;
-
-  for (int64_t i = 0; i < total; ++i) {
-    const uint16_t c = got[i];
-    ElementReport er;
-    er.l = i / (s.M * s.N);
-    er.m = (i / s.N) % s.M;
-    er.n = i % s.N;
-    er.got = c;
-    er.ref = ref.c[i];
-    er.call = call;
-
-    if (gpumode_mismatch(c, ref.c[i])) ++out.gpumode_mismatch;
-
-    // Whether the GEMMs were already wrong here (only with intermediates).
-    bool gemm_error = false;
+  int64_t rejected_real = 0, rejected_with_gemm_error = 0;
+  if (mid_sized) out.g_out_of_bound = out.u_out_of_bound = 0;
+  for (Part& p : part) {
+    const Comparison& c = p.out;
+    out.over_tolerance += c.over_tolerance;
+    out.nan_mismatch += c.nan_mismatch;
+    out.inf_mismatch += c.inf_mismatch;
+    out.poisoned += c.poisoned;
+    out.gpumode_mismatch += c.gpumode_mismatch;
+    if (c.max_abs > out.max_abs) out.max_abs = c.max_abs, out.max_abs_at = c.max_abs_at;
+    if (c.max_rel > out.max_rel) out.max_rel = c.max_rel, out.max_rel_at = c.max_rel_at;
+    out.max_ulp = std::max(out.max_ulp, c.max_ulp);
+    for (size_t b = 0; b < out.ulp_hist.size(); ++b) out.ulp_hist[b] += c.ulp_hist[b];
+    for (const auto& e : c.worst) keep_worst(out.worst, e, 5);
+    for (const auto& e : c.first_poisoned)
+      if (out.first_poisoned.size() < 5) out.first_poisoned.push_back(e);
     if (mid_sized) {
-      auto off = [&](double exact, float hat, double s_abs) {
-        if (std::isnan(exact)) return !std::isnan(hat);
-        return !(std::fabs(double(hat) - exact) <= tol.gemm_bound(s_abs));
-      };
-      const bool g_off = off(ref.g[i], (*g_hat)[i], ref.g_abs[i]);
-      const bool u_off = off(ref.u[i], (*u_hat)[i], ref.u_abs[i]);
-      out.g_out_of_bound += g_off;
-      out.u_out_of_bound += u_off;
-      gemm_error = g_off || u_off;
+      out.g_out_of_bound += c.g_out_of_bound;
+      out.u_out_of_bound += c.u_out_of_bound;
     }
-
-    if (c == kPoisonBits) {
-      ++out.poisoned;
-      ++out.over_tolerance;
-      er.exact = tol.exact_output(ref.g[i], ref.u[i]);
-      er.err = std::numeric_limits<double>::infinity();
-      if (out.first_poisoned.size() < 5) out.first_poisoned.push_back(er);
-      continue;
-    }
-    const bool got_nan = fp16_is_nan(c), ref_nan = fp16_is_nan(ref.c[i]);
-    if (!got_nan && !ref_nan) {
-      const uint32_t d = fp16_ulp_distance(c, ref.c[i]);
-      ++out.ulp_hist[ulp_bucket(d)];
-      out.max_ulp = std::max(out.max_ulp, d);
-    }
-
-    const Tolerance::Verdict v = tol.judge(c, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
-    er.exact = v.exact;
-    er.err = v.err;
-    er.bound = v.bound;
-    const double x = fp16_to_double(c);
-    if (std::isfinite(x) && std::isfinite(v.exact)) {
-      const double abs_err = std::fabs(x - v.exact);
-      if (abs_err > out.max_abs) {
-        out.max_abs = abs_err;
-        out.max_abs_at = er;
-      }
-      if (std::fabs(v.exact) >= 0x1p-14) {  // below fp16's normal range relative error means little
-        const double rel = abs_err / std::fabs(v.exact);
-        if (rel > out.max_rel) {
-          out.max_rel = rel;
-          out.max_rel_at = er;
-        }
-      }
-    }
-    if (std::isfinite(x) && std::isfinite(v.exact) && !fp16_is_inf(ref.c[i]) && !fp16_is_nan(ref.c[i])) {
-      ++out.stat_elements;
-      const Statistic::Scale sc = Statistic::scale(tol, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
-      const double beyond = std::fabs(x - v.exact) - sc.half_ulp - sc.e_ep;
-      if (beyond > 0) {
-        const double z = sc.tau > 0 ? beyond / sc.tau : std::numeric_limits<double>::infinity();
-        excess.push_back(z);
-        if (z > Statistic::kLambda) {
-          ++out.unexplained;
-          if (std::fabs(x - v.exact) <= fp16_ulp_at(v.exact)) ++out.unexplained_one_ulp;
-          ElementReport ue = er;
-          ue.bound = sc.half_ulp + Statistic::kLambda * sc.tau + sc.e_ep;
-          keep_worst(unexplained_at, ue, 5);
-        }
-      }
-    }
-    if (v.ok) continue;
-    ++out.over_tolerance;
-    ++rejected_real;
-    rejected_with_gemm_error += gemm_error;
-    if (got_nan != ref_nan) ++out.nan_mismatch;
-    if (fp16_is_inf(c) || fp16_is_inf(ref.c[i]) || std::isinf(v.exact)) ++out.inf_mismatch;
-    keep_worst(out.worst, er, 5);
+    out.stat_elements += c.stat_elements;
+    out.unexplained += c.unexplained;
+    out.unexplained_one_ulp += c.unexplained_one_ulp;
+    for (const auto& e : p.unexplained_at) keep_worst(unexplained_at, e, 5);
+    excess.insert(excess.end(), p.excess.begin(), p.excess.end());
+    rejected_real += p.rejected_real;
+    rejected_with_gemm_error += p.rejected_with_gemm_error;
   }
 
   out.unexplained_limit = Statistic::limit(out.stat_elements, Statistic::element_probability(s.K));

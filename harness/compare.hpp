@@ -185,10 +185,11 @@ struct Comparison {
 
 // Compares one output (L*M*N fp16 bits) with the reference, which must carry abs sums.
 // g_hat/u_hat: the path's intermediates (fp32, alpha not applied) or nullptr when unavailable.
-// `call` is recorded in the element reports.
+// `call` is recorded in the element reports. `threads`: how many threads scan a large output (0:
+// every core); the result is the same for any count.
 Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2,
                           const uint16_t* got, const std::vector<float>* g_hat,
-                          const std::vector<float>* u_hat, int call = 1);
+                          const std::vector<float>* u_hat, int call = 1, int threads = 0);
 
 // How much of a reference output is +-inf, NaN or zero: a check against a mostly degenerate
 // output cannot tell a right kernel from a wrong one.

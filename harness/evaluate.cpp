@@ -1,6 +1,7 @@
 // evaluate.cpp — a child's report turned into a trial result: every checked call against the exact
 // reference of its own input set, both criteria (compare.hpp), and the stale-output diagnosis (a
 // failing output that matches another set's reference). See trial.hpp, evaluate_trial.
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,17 +67,25 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.compared = true;
   std::vector<int> failing;
   std::vector<std::shared_ptr<const CaseInfo>> infos;
+  for (int i = 0; i < calls; ++i) infos.push_back(cache.get(spec.c, checked_call_set(i + 1), mode));
+  // The calls' comparisons are independent: one thread each (a large output takes a while).
+  std::vector<std::future<Comparison>> compared;
+  for (int i = 0; i < calls; ++i) {
+    const bool mid = child.have_intermediates && i == calls - 1;
+    compared.push_back(std::async(std::launch::async, [&, i, mid] {
+      const CaseInfo& info = *infos[size_t(i)];
+      return compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
+                            mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1);
+    }));
+  }
   for (int i = 0; i < calls; ++i) {
     const int set = checked_call_set(i + 1);
-    infos.push_back(cache.get(spec.c, set, mode));
-    const CaseInfo& info = *infos.back();
+    const CaseInfo& info = *infos[size_t(i)];
     if (info.degeneracy.degenerate() && !r.degenerate) {
       r.degenerate = true;
       r.degeneracy = (set == 0 ? "" : input_set_label(set, runs) + ": ") + info.degeneracy.describe();
     }
-    const bool mid = child.have_intermediates && i == calls - 1;
-    Comparison c = compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
-                                  mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1);
+    Comparison c = compared[size_t(i)].get();
     r.set_per_call.push_back(set);
     r.over_per_call.push_back(c.over_tolerance);
     r.matches_set_per_call.push_back(-1);

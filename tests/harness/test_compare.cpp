@@ -515,3 +515,57 @@ TEST_CASE("statistical gate: the message says what the failure means") {
   CHECK(t.stat_message().find("one fp16 ulp off") != std::string::npos);
   CHECK(t.unexplained_at.size() == 5);
 }
+
+TEST_CASE("compare_output: a large output scanned on several threads gives exactly the serial result") {
+  // 4 batches of 256 x 512 (524,288 elements: up to eight ranges of 2^16) with errors of every kind,
+  // ties in err/bound and poison in several ranges, and intermediates with a wrong G.
+  const Data d = make_data("256x512x32x4", "suspicious", 3);
+  std::vector<uint16_t> out = d.ref.c;
+  std::vector<float> gh(d.ref.g.begin(), d.ref.g.end()), uh(d.ref.u.begin(), d.ref.u.end());
+  for (size_t i = 0; i < out.size(); i += 977) out[i] = kPoisonBits;
+  for (size_t i = 13; i < out.size(); i += 1531) out[i] = uint16_t(out[i] ^ 0x0040);  // equal-size flips
+  for (size_t i = 29; i < out.size(); i += 4099) out[i] = 0x7E00;
+  for (size_t i = 7; i < out.size(); i += 311) out[i] = uint16_t(out[i] + 1);  // one ulp, many of them
+  for (size_t i = 101; i < gh.size(); i += 2711) gh[i] += 1.0f;
+  const Comparison one = compare_output(d.ref, 1.5f, -0.75f, out.data(), &gh, &uh, 2, 1);
+  for (int threads : {2, 3, 8}) {
+    CAPTURE(threads);
+    const Comparison many = compare_output(d.ref, 1.5f, -0.75f, out.data(), &gh, &uh, 2, threads);
+    auto same_report = [](const ElementReport& x, const ElementReport& y) {
+      return x.l == y.l && x.m == y.m && x.n == y.n && x.got == y.got && x.call == y.call &&
+             (x.err == y.err || (std::isnan(x.err) && std::isnan(y.err)));
+    };
+    auto same_list = [&](const std::vector<ElementReport>& x, const std::vector<ElementReport>& y) {
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (!same_report(x[i], y[i])) return false;
+      return true;
+    };
+    CHECK(many.over_tolerance == one.over_tolerance);
+    CHECK(many.nan_mismatch == one.nan_mismatch);
+    CHECK(many.inf_mismatch == one.inf_mismatch);
+    CHECK(many.poisoned == one.poisoned);
+    CHECK(many.gpumode_mismatch == one.gpumode_mismatch);
+    CHECK(many.max_abs == one.max_abs);
+    CHECK(many.max_rel == one.max_rel);
+    CHECK(same_report(many.max_abs_at, one.max_abs_at));
+    CHECK(same_report(many.max_rel_at, one.max_rel_at));
+    CHECK(many.max_ulp == one.max_ulp);
+    CHECK(many.ulp_hist == one.ulp_hist);
+    CHECK(same_list(many.worst, one.worst));
+    CHECK(same_list(many.first_poisoned, one.first_poisoned));
+    CHECK(many.g_out_of_bound == one.g_out_of_bound);
+    CHECK(many.u_out_of_bound == one.u_out_of_bound);
+    CHECK(many.attribution_detail == one.attribution_detail);
+    CHECK(many.stat_elements == one.stat_elements);
+    CHECK(many.unexplained == one.unexplained);
+    CHECK(many.unexplained_limit == one.unexplained_limit);
+    CHECK(many.unexplained_one_ulp == one.unexplained_one_ulp);
+    CHECK(many.stat_margin == one.stat_margin);
+    CHECK(many.element_margin == one.element_margin);
+    CHECK(many.excess_factor == one.excess_factor);
+    CHECK(same_list(many.unexplained_at, one.unexplained_at));
+  }
+  CHECK(one.poisoned > 5);     // the lists were cut: their merge order matters
+  CHECK(one.over_tolerance > 5);
+}
