@@ -41,10 +41,19 @@ double Session::elapsed() const { return now_seconds() - t0_; }
 const BackendStatus& Session::probe(const std::string& backend) {
   auto it = backends_.find(backend);
   if (it != backends_.end() && it->second.probed) return it->second;
+  auto known = probes_.find(backend);
+  if (known != probes_.end()) return probe_result(backend, known->second);
+  return probe_result(backend, runner_.probe(backend, options_));
+}
+
+void Session::adopt_probe(const std::string& backend, ChildReport report) {
+  probes_[backend] = std::move(report);
+}
+
+const BackendStatus& Session::probe_result(const std::string& backend, const ChildReport& rep) {
   BackendStatus st;
   st.name = backend;
   for (const auto* o : Registry::instance().optimizations(backend)) st.optimizations.push_back(o->name);
-  ChildReport rep = runner_.probe(backend, options_);
   st.probed = true;
   st.available = rep.outcome == Outcome::Pass && rep.available;
   st.probe_outcome = st.available ? Outcome::Pass : rep.outcome == Outcome::Pass ? Outcome::Error : rep.outcome;

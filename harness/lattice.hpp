@@ -43,6 +43,9 @@ class Session {
   const std::string& program() const { return program_; }
   // Spawns one probe child per backend (cached): is the backend available here?
   const BackendStatus& probe(const std::string& backend);
+  // A probe child's report obtained elsewhere (the built-in backends' load probes in main.cpp, which
+  // also ask for availability): probe() uses it instead of starting another child.
+  void adopt_probe(const std::string& backend, ChildReport report);
   // Runs one trial in a child of its own, records it and prints its progress line (and details
   // when it did not pass).
   // `case_output`: when given, receives the output of the first checked call, the one on input
@@ -75,6 +78,7 @@ class Session {
 
  private:
   void progress_line(const TrialResult& r, size_t first, size_t last);
+  const BackendStatus& probe_result(const std::string& backend, const ChildReport& rep);
 
   TrialOptions options_;
   RunPolicy policy_;
@@ -85,6 +89,7 @@ class Session {
   InputStore store_;  // in runner_'s directory: the input sets prefetch generated, for the children
   std::vector<TrialResult> results_;
   std::map<std::string, BackendStatus> backends_;
+  std::map<std::string, ChildReport> probes_;  // adopted, not yet turned into a status
   size_t total_ = 0;
   bool details_ = true;
   double t0_;

@@ -88,7 +88,8 @@ std::vector<std::string> chosen_backends(const po::variables_map& vm, const std:
 // each module's manifest is registered here; a module that does not load (TIMEOUT, CRASH, ERROR
 // in stage load, or no manifest) is that probe's result in `failed`, and leaves `backends`.
 void load_builtins(std::vector<std::string>& backends, const std::vector<std::string>& builtins,
-                   const TrialOptions& opt, const SuiteFilter& filter, std::vector<TrialResult>& failed) {
+                   const TrialOptions& opt, const SuiteFilter& filter, std::vector<TrialResult>& failed,
+                   std::map<std::string, ChildReport>& loaded) {
   std::vector<std::string> todo;
   for (const auto& b : backends)
     if (std::find(builtins.begin(), builtins.end(), b) != builtins.end()) todo.push_back(b);
@@ -133,6 +134,7 @@ void load_builtins(std::vector<std::string>& backends, const std::vector<std::st
         rep.message = "the module registered backend '" + m.backend + "', not '" + todo[i] + "'";
       else {
         register_manifest(m);
+        loaded[todo[i]] = std::move(rep);  // it also says whether the backend is available here
         continue;
       }
     }
@@ -484,7 +486,8 @@ int run(int argc, char** argv, bool bench_child = false) {
   // The built-in backends' manifests, only when paths will run (or be listed): a bad input above,
   // a --check or a --save-output of the reference never starts a load probe.
   const bool runs_paths = verify || bisecting || vm.count("list") || (vm.count("inputs") && path_mode);
-  if (runs_paths) load_builtins(backends, builtins, opt, filter, failed_loads);
+  std::map<std::string, ChildReport> load_probes;
+  if (runs_paths) load_builtins(backends, builtins, opt, filter, failed_loads, load_probes);
   opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
   if (!opt.faults.empty() && vm.count("submission"))
     throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
@@ -511,11 +514,13 @@ int run(int argc, char** argv, bool bench_child = false) {
   }
   Session session(opt, argv[0], &std::cout);
   session.set_policy(cli::run_policy(vm));
+  for (const auto& [b, rep] : load_probes) session.adopt_probe(b, rep);
   const bool load_failed = !failed_loads.empty();
   for (auto& r : failed_loads) session.record(std::move(r));
 
   if (vm.count("list")) {
     Session quiet(opt, argv[0], nullptr);
+    for (const auto& [b, rep] : load_probes) quiet.adopt_probe(b, rep);
     print_list(std::cout, quiet);
     return 0;
   }
