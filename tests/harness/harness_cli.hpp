@@ -34,8 +34,11 @@ inline std::string harness_bin() {
   return env && *env ? env : NVFP4_HARNESS_BIN;
 }
 
+// Runs the harness through the shell. NVFP4_HARNESS_EXTRA_ARGS, when set, is appended to every
+// such command line: ctest runs a suite a second time in another mode with it (--isolate trial).
 inline Result run(const std::string& args) {
-  const std::string cmd = harness_bin() + " " + args + " 2>&1";
+  const char* extra = std::getenv("NVFP4_HARNESS_EXTRA_ARGS");
+  const std::string cmd = harness_bin() + " " + args + (extra && *extra ? " " + std::string(extra) : "") + " 2>&1";
   const auto t0 = std::chrono::steady_clock::now();
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
