@@ -19,6 +19,8 @@ foreach(f lib/cmake/nvfp4_dual/nvfp4_dualConfig.cmake lib/cmake/nvfp4_dual/nvfp4
     message(FATAL_ERROR "package_consumer: the install lacks ${f}")
   endif()
 endforeach()
+# The installed harness finds its backend modules beside it (<libdir>/nvfp4_dual/paths) and runs.
+step("run the installed harness" ${prefix}/bin/harness --backend cpu --verify plain,fused --shape 7x13x48)
 step("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
      -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${prefix})
 step("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
