@@ -485,7 +485,8 @@ int run(int argc, char** argv) {
     for (const char* mode : {"verify", "inputs"})
       if (vm.count(mode)) throw InputError(std::string("--bench times its own shapes; not with --") + mode);
     if (!failed_loads.empty()) {
-      for (const auto& r : failed_loads) std::cout << trial_name(r.spec) << ": " << r.message << "\n";
+      for (const auto& r : failed_loads)
+        std::cout << outcome_name(r.outcome) << ": " << trial_name(r.spec) << ": " << r.message << "\n";
       return 1;
     }
     return bench_mode(vm, opt, backends, argv[0], command);
