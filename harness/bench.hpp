@@ -1,79 +1,60 @@
-// bench.hpp — `harness --bench COMBO[,COMBO...]`: the GPU benchmark mode.
+// bench.hpp — `harness --bench COMBO[,COMBO...]`: bench mode, a timed mode of the trials
+// (docs/design.md §4.1).
 //
-// The timing itself (CUDA events, L2 flushing and input rotation, the stopping rule, cold-start
-// stage times, yardsticks, the table and the JSON) is GPU code: it lives in the gpu backend's
-// module (optimized/gpu/bench.cpp), never in the harness process. `harness --bench` starts a child
-// (`harness --child-bench ARGS...`, the same arguments) and returns its exit code; the child parses
-// the options into a BenchRequest, loads the gpu module under a watchdog (a load that hangs is
-// named and ends the child, exit 1), and calls the module's entry point `nvfp4_gpu_bench`.
+// A bench trial is an ordinary trial (the same children, stages, watchdogs, budgets and checks of
+// every checked call against the exact reference) plus stage `time` after run (trial.hpp): the
+// child times the steady state with the one timing helper (optimized/plan.hpp, measure_calls) and
+// sends its figures and two timed outputs, which the parent checks like checked calls. So bench
+// runs on any backend: `--backend cpu --bench plain,fused` times the CPU paths with the host
+// clock; the default backend is gpu. Cold-start figures are the trial's stage times. The parent
+// writes the bench table and the bench JSON from the TrialResults: the verify report of the run
+// (report.hpp write_json with "mode": "bench" and "timing" per trial) plus "device", "method" and
+// "shapes" (rows with median_us, b2b_us, tflops, pct_peak, x_yardstick_*, ...) for the HTML page.
+//
+// The GPU extras that are not paths — the cuBLASLt GEMM-alone yardstick (eager and graph), plain's
+// per-call parts, the bf16 peak — are GPU code in the gpu module (optimized/gpu/bench.cpp). The
+// parent runs them in one child, `harness --child-bench FIELDS...` (BenchExtrasRequest), which
+// loads the gpu module and calls its entry point nvfp4_gpu_bench_extras; the child writes its rows
+// as JSON to a file the parent reads and merges into the same table and JSON. The parent watches
+// that child (--bench-budget seconds for all of it; past it the child's process group is killed
+// and its rows are TIMEOUT).
 #pragma once
 #include <boost/program_options.hpp>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "trial.hpp"
 
 namespace nvfp4 {
 
-// Bench-only options (shapes, repetitions, JSON path, ...).
+// Bench-only options (shapes, stopping rule, JSON path, extras).
 boost::program_options::options_description bench_options();
 
-// What the module's bench runs: the parsed options (field by field the --bench-* options).
-struct BenchRequest {
-  std::vector<std::string> combos;
-  std::string shapes, dist, json;  // json: empty for none
+// What the gpu module's extras measure, and where they go (a JSON file written by the module).
+struct BenchExtrasRequest {
+  std::string out;  // the JSON file to write
+  std::string shapes, dist;
   uint64_t seed = 1;
-  double rse = 0.005, max_time = 2.0, budget = 120.0;
-  int min_reps = 50, max_reps = 5000, warmup = 3, peak_size = 8192;
-  bool yardstick = true, fresh_all = false;
+  TimingRule rule;
+  int peak_size = 8192;  // 0: no bf16 peak
+  bool yardstick = true, parts = true;
 };
-// The request from parsed options.
-BenchRequest bench_request(const std::vector<std::string>& combos,
-                           const boost::program_options::variables_map& vm);
-// The module's entry point: returns the exit code (0, 1 a check failed or a step hung, 2 bad
-// arguments, 125 no usable GPU). Prints the table to stdout.
+// The module's entry point: writes the extras JSON; returns 0, or 125 when no GPU is usable.
+// Throws nothing (a failure of one measurement is an ERROR row).
 extern "C" {
-typedef int (*BenchEntry)(const BenchRequest*);
+typedef int (*BenchExtrasEntry)(const BenchExtrasRequest*);
 }
-constexpr const char* kBenchEntry = "nvfp4_gpu_bench";
+constexpr const char* kBenchExtrasEntry = "nvfp4_gpu_bench_extras";
 
-// The parent's side: runs `exe --child-bench ARGV[1..]` with inherited stdout/stderr and returns
-// its exit code (a child killed by a signal: 1, with the signal named on stderr).
-int run_bench_child(int argc, char** argv, const std::string& exe = "/proc/self/exe");
-// The child's side: loads the gpu module (stage load, under `load_budget` seconds) and runs the
-// request. Returns the exit code.
-int bench_in_child(const BenchRequest& request, double load_budget);
+// The parent: bench mode on `backends` with the trial options of the command line (`opt`);
+// prints the progress, the bench table and the summary, writes --bench-json and --html. Returns
+// the exit code (0 pass, 1 a verification failure, 125 nothing timed).
+int bench_mode(const boost::program_options::variables_map& vm, TrialOptions opt,
+               const std::vector<std::string>& backends, const std::string& program, const std::string& command);
 
-// The bench's watchdog. Bench times everything in one process (one CUDA context), so it cannot
-// kill a hung step the way verify kills a trial's child; instead a thread watches the current
-// step (loading the module, the bf16 peak, a shape's reference, the yardstick, one of plain's
-// parts, one stage of a combination) and, when a step exceeds its budget, prints which step hung
-// to stdout and stderr and ends the process with exit code 1 (a verification failure: the thing
-// under test hung).
-class BenchWatchdog {
- public:
-  explicit BenchWatchdog(double budget_s);
-  ~BenchWatchdog();
-  BenchWatchdog(const BenchWatchdog&) = delete;
-  BenchWatchdog& operator=(const BenchWatchdog&) = delete;
-  // A new step begins now, with the full budget (or `budget_s` when given).
-  void step(const std::string& what, double budget_s = 0);
-  // No step is running (the watchdog waits without a deadline).
-  void idle();
-
- private:
-  using Clock = std::chrono::steady_clock;
-  void watch();
-  double budget_, step_budget_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::string what_, option_;
-  bool armed_ = false, stop_ = false;
-  Clock::time_point deadline_;
-  std::thread thread_;
-};
+// The extras child: `harness --child-bench FIELDS...` (argv after --child-bench). Returns the
+// exit code (0, 1 the module failed to load, 2 bad fields, 125 no gpu module with CUDA paths).
+int bench_extras_child(int argc, char** argv);
 
 }  // namespace nvfp4

@@ -1,8 +1,10 @@
-// bench_cli.cpp — the harness's side of --bench (bench.hpp): the options, the request, the child
-// that loads the gpu module and runs the timing there, and the bench watchdog.
+// bench_cli.cpp — bench mode's parent and its extras child (bench.hpp): the options, the bench
+// trials through the session (lattice.hpp verify_combos with TrialOptions::bench), the extras child
+// under its watchdog, and the bench table and JSON made from the TrialResults.
 #include "bench.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,73 +12,31 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 
+#include "cli_checks.hpp"
 #include "errors.hpp"
+#include "html_report.hpp"
+#include "json.hpp"
+#include "json_read.hpp"
+#include "lattice.hpp"
 #include "modules.hpp"
+#include "report.hpp"
+#include "user_file.hpp"
 
 namespace po = boost::program_options;
 
 namespace nvfp4 {
 
-BenchWatchdog::BenchWatchdog(double budget_s) : budget_(budget_s), step_budget_(budget_s), thread_([this] { watch(); }) {}
-
-BenchWatchdog::~BenchWatchdog() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-void BenchWatchdog::step(const std::string& what, double budget_s) {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    what_ = what;
-    armed_ = true;
-    step_budget_ = budget_s > 0 ? budget_s : budget_;
-    option_ = budget_s > 0 ? "--budget-load" : "--bench-budget";
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(step_budget_));
-  }
-  cv_.notify_all();
-}
-
-void BenchWatchdog::idle() {
-  {
-    std::lock_guard<std::mutex> lock(m_);
-    armed_ = false;
-  }
-  cv_.notify_all();
-}
-
-void BenchWatchdog::watch() {
-  std::unique_lock<std::mutex> lock(m_);
-  while (!stop_) {
-    if (!armed_) {
-      cv_.wait(lock);
-      continue;
-    }
-    if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
-        Clock::now() >= deadline_) {
-      char line[1024];
-      std::snprintf(line, sizeof line,
-                    "harness --bench: TIMEOUT: %s exceeded its budget of %.1f s "
-                    "(%s); ending the process, exit 1\n",
-                    what_.c_str(), step_budget_, option_.c_str());
-      std::fputs(line, stdout);
-      std::fflush(stdout);
-      std::fputs(line, stderr);
-      std::fflush(stderr);
-      std::_Exit(1);  // the hung step may hold the device: no destructors, no atexit handlers
-    }
-  }
-}
-
 po::options_description bench_options() {
-  po::options_description d("Bench mode (--bench COMBO[,COMBO...], GPU only)");
+  po::options_description d("Bench mode (--bench COMBO[,COMBO...]: bench trials, timed in a stage time after run)");
   d.add_options()
       ("bench-shapes", po::value<std::string>()->default_value(
            "256x4096x7168,512x4096x7168,256x3072x4096,512x3072x7168"),
@@ -84,80 +44,477 @@ po::options_description bench_options() {
       ("bench-dist", po::value<std::string>()->default_value("normal"),
        "input distribution (never all-zero data)")
       ("bench-seed", po::value<uint64_t>()->default_value(1), "input seed")
-      ("bench-json", po::value<std::string>(), "write the results as JSON to this file")
+      ("bench-json", po::value<std::string>(), "write the bench report as JSON to this file")
       ("bench-rse", po::value<double>()->default_value(0.005),
        "stop when the median's relative standard error is below this")
       ("bench-max-time", po::value<double>()->default_value(2.0),
        "seconds of timed calls per measurement at most")
       ("bench-min-reps", po::value<int>()->default_value(50), "timed calls per measurement at least")
       ("bench-max-reps", po::value<int>()->default_value(5000), "timed calls per measurement at most")
-      ("bench-warmup", po::value<int>()->default_value(3), "eager calls before capture and timing")
+      ("bench-warmup", po::value<int>()->default_value(3), "eager calls in stage warmup of a bench trial")
       ("bench-peak-size", po::value<int>()->default_value(8192),
-       "size of the cubic bf16 GEMM that measures the peak (0: skip)")
-      ("bench-no-yardstick", po::bool_switch(), "skip the cuBLASLt GEMM-alone yardstick")
-      ("bench-budget", po::value<double>()->default_value(120.0),
-       "seconds one bench step (a stage of a combination, the yardstick, ...) may take; past it "
-       "the bench names the step and exits 1");
+       "size of the cubic bf16 GEMM that measures the peak (gpu; 0: skip)")
+      ("bench-no-yardstick", po::bool_switch(), "skip the cuBLASLt GEMM-alone yardstick and plain's parts (gpu)")
+      ("bench-budget", po::value<double>()->default_value(300.0),
+       "seconds the GPU extras child (peak, yardstick, plain's parts) may take; past it it is killed (TIMEOUT)")
+      ("budget-time", po::value<double>()->default_value(60.0), "stage time of a bench trial (watchdog budget)");
   return d;
 }
 
-BenchRequest bench_request(const std::vector<std::string>& combos, const po::variables_map& vm) {
-  BenchRequest r;
-  r.combos = combos;
-  r.shapes = vm["bench-shapes"].as<std::string>();
-  r.dist = vm["bench-dist"].as<std::string>();
-  if (vm.count("bench-json")) r.json = vm["bench-json"].as<std::string>();
-  r.seed = vm["bench-seed"].as<uint64_t>();
-  r.rse = vm["bench-rse"].as<double>();
-  r.max_time = vm["bench-max-time"].as<double>();
-  r.budget = vm["bench-budget"].as<double>();
-  r.min_reps = vm["bench-min-reps"].as<int>();
-  r.max_reps = vm["bench-max-reps"].as<int>();
-  r.warmup = vm["bench-warmup"].as<int>();
-  r.peak_size = vm["bench-peak-size"].as<int>();
-  r.yardstick = !vm["bench-no-yardstick"].as<bool>();
-  r.fresh_all = vm.count("fresh") && vm["fresh"].as<std::string>() == "all";
-  return r;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
-int run_bench_child(int argc, char** argv, const std::string& exe) {
-  std::vector<std::string> args = {exe, "--child-bench"};
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
+std::string fmt(const char* f, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string num_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// torch.compile (default mode) medians on the H100, quoted from docs/gpu-target.md (not measured here).
+double torch_compile_us(const std::string& shape) {
+  static const std::map<std::string, double> table = {
+      {"256x4096x7168", 197}, {"512x4096x7168", 188}, {"256x3072x4096", 164}, {"512x3072x7168", 324}};
+  auto it = table.find(shape);
+  return it == table.end() ? NAN : it->second;
+}
+
+// One row of the bench table and JSON: a bench trial, or an extra of the gpu module.
+struct Row {
+  std::string backend, shape, combo, outcome = "PASS", message, describe, check;
+  int64_t max_ulp = -1, gpumode_mismatch = -1;
+  std::vector<std::pair<std::string, double>> stages;  // seconds
+  Timing t;
+  double b2b = NAN;
+  double stage(const std::string& name) const {
+    for (const auto& s : stages)
+      if (s.first == name) return s.second;
+    return NAN;
+  }
+};
+
+Row trial_row(const TrialResult& r) {
+  Row row;
+  row.backend = r.spec.backend;
+  row.shape = r.spec.c.shape.str();
+  row.combo = r.spec.combo.str();
+  row.outcome = outcome_name(r.outcome);
+  row.message = r.message;
+  if (r.outcome != Outcome::Pass && !r.stage.empty()) row.message = "stage " + r.stage + ": " + r.message;
+  row.describe = r.describe;
+  for (const auto& s : r.stages)
+    if (s.completed) row.stages.push_back({s.stage, s.seconds});
+  if (r.compared) {
+    row.max_ulp = r.cmp.max_ulp;
+    row.gpumode_mismatch = r.cmp.gpumode_mismatch;
+  }
+  if (r.outcome == Outcome::Pass && r.timed) {
+    row.t = r.timing.t;
+    row.b2b = r.timing.b2b;
+    row.check = "PASS (" + std::to_string(r.spec.options.runs) + " checked calls and 2 timed outputs on " +
+                std::to_string(r.spec.options.runs + 1) + " input sets rotated between timed calls, fresh " +
+                input_set_name(r.spec.options.fresh) + "; metrics of call " + std::to_string(r.cmp_call) +
+                ": max " + std::to_string(r.cmp.max_ulp) + " ulp)";
+  } else {
+    row.check = row.outcome;
+  }
+  return row;
+}
+
+Row extras_row(const JsonValue& v, const std::string& shape) {
+  Row row;
+  row.backend = "gpu";
+  row.shape = shape;
+  row.combo = v.str_or("combo", "?");
+  row.outcome = v.str_or("outcome", "ERROR");
+  row.message = v.str_or("message", "");
+  row.describe = v.str_or("describe", "");
+  row.check = v.str_or("check", "");
+  if (const JsonValue* st = v.find("stages_s"); st && st->is_object())
+    for (const auto& m : st->members())
+      if (m.second.is_number()) row.stages.push_back({m.first, m.second.number()});
+  row.t.reps = int(v.number_or("reps", 0));
+  row.t.median = v.number_or("median_us", NAN) * 1e-6;
+  row.t.min = v.number_or("min_us", NAN) * 1e-6;
+  row.t.mean = v.number_or("mean_us", NAN) * 1e-6;
+  row.t.stdev = v.number_or("stdev_us", NAN) * 1e-6;
+  row.t.rse = v.number_or("median_rse", NAN);
+  row.b2b = v.number_or("b2b_us", NAN) * 1e-6;
+  return row;
+}
+
+double shape_flops(const std::string& text) { return Shape::parse(text).flops(); }
+
+// A JSON value written back as it was read (the extras' device object).
+void write_value(JsonWriter& j, const JsonValue& v) {
+  if (v.is_object()) {
+    j.begin_object();
+    for (const auto& m : v.members()) {
+      j.key(m.first);
+      write_value(j, m.second);
+    }
+    j.end_object();
+  } else if (v.is_array()) {
+    j.begin_array();
+    for (const auto& x : v.items()) write_value(j, x);
+    j.end_array();
+  } else if (v.is_number()) {
+    j.value(v.number());
+  } else if (v.is_string()) {
+    j.value(v.str());
+  } else if (v.is_bool()) {
+    j.value(v.boolean());
+  } else {
+    j.null();
+  }
+}
+
+// What the extras child gave (or why it gave nothing).
+struct Extras {
+  bool ran = false;
+  std::string failure;  // the child failed or timed out: every extras row says why
+  JsonValue report;
+};
+
+// Runs the extras child under its watchdog (bench.hpp).
+Extras run_extras(const BenchExtrasRequest& rq, double budget_s, const std::string& dir) {
+  Extras ex;
+  ex.ran = true;
+  const std::string log = dir + "/extras.log";
+  std::vector<std::string> args = {"/proc/self/exe", "--child-bench", rq.out, rq.shapes, rq.dist,
+                                   std::to_string(rq.seed), num_text(rq.rule.rse), num_text(rq.rule.max_time_s),
+                                   std::to_string(rq.rule.min_reps), std::to_string(rq.rule.max_reps),
+                                   std::to_string(rq.peak_size), rq.yardstick ? "1" : "0", rq.parts ? "1" : "0"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    execv(cargs[0], cargs.data());
+    setpgid(0, 0);
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+    }
+    execv(argv[0], argv.data());
     _exit(127);
   }
+  setpgid(pid, pid);
+  if (log_fd >= 0) ::close(log_fd);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-  if (WIFEXITED(status)) return WEXITSTATUS(status) == 127 ? 1 : WEXITSTATUS(status);
-  std::fprintf(stderr, "harness --bench: the bench child was killed by signal %d (%s)\n", WTERMSIG(status),
-               strsignal(WTERMSIG(status)));
-  return 1;
+  const auto t0 = Clock::now();
+  if (!reap_within(int(pid), &status, budget_s)) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    reap_within(int(pid), &status, kReapSeconds);
+    ex.failure = "TIMEOUT: the GPU extras child exceeded --bench-budget " + fmt("%.1f", budget_s) +
+                 " s; process group killed";
+    return ex;
+  }
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  (void)took;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 125) {
+    ex.ran = false;  // no CUDA paths in this build: nothing to report
+    return ex;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (text.size() > 2000) text = text.substr(text.size() - 2000);
+    ex.failure = std::string(WIFSIGNALED(status) ? "CRASH: the GPU extras child was killed by " +
+                                                       std::string(strsignal(WTERMSIG(status)))
+                                                 : "ERROR: the GPU extras child exited with status " +
+                                                       std::to_string(WEXITSTATUS(status))) +
+                 (text.empty() ? "" : ": " + text);
+    return ex;
+  }
+  try {
+    ex.report = read_json_file(rq.out);
+  } catch (const std::exception& e) {
+    ex.failure = std::string("ERROR: the GPU extras' JSON: ") + e.what();
+  }
+  return ex;
 }
 
-int bench_in_child(const BenchRequest& request, double load_budget) {
-  const ModuleDir dir = module_dir();
-  const std::string path = module_path(dir, "gpu");
-  BenchEntry entry = nullptr;
-  {
-    BenchWatchdog load_watch(load_budget);
-    load_watch.step("loading the gpu paths (" + path + ")", load_budget);
+void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, const std::map<std::string, double>& yard) {
+  os << "\nBench (medians of timed calls: GPU L2-flushed, CUDA events; CPU host clock; x-yard = time / cuBLASLt "
+        "GEMM alone, graph-replayed; torch.compile figures from docs/gpu-target.md)\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-15s %-4s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s\n", "shape", "be", "combo",
+                "result", "median_us", "b2b_us", "TFLOP/s", "%peak", "x-yard", "x-torchc", "init_s", "tune_s");
+  os << line;
+  for (const auto& r : rows) {
+    const double tf = shape_flops(r.shape) / r.t.median;
+    const auto y = yard.find(r.shape);
+    std::snprintf(line, sizeof line, "%-15s %-4s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s\n", r.shape.c_str(),
+                  r.backend.c_str(), r.combo.c_str(), r.outcome.c_str(), fmt("%.1f", r.t.median * 1e6).c_str(),
+                  fmt("%.1f", r.b2b * 1e6).c_str(), fmt("%.3g", tf * 1e-12).c_str(),
+                  fmt("%.1f", 100 * tf / peak).c_str(),
+                  fmt("%.2f", y == yard.end() ? NAN : r.t.median / y->second).c_str(),
+                  fmt("%.2f", torch_compile_us(r.shape) * 1e-6 / r.t.median).c_str(),
+                  fmt("%.3f", r.stage("init")).c_str(), fmt("%.3f", r.stage("tune")).c_str());
+    os << line;
+    if (r.outcome != "PASS" && !r.message.empty()) os << "    " << r.outcome << ": " << r.message << "\n";
+  }
+}
+
+}  // namespace
+
+int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<std::string>& backends,
+               const std::string& program, const std::string& command) {
+  if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
+  if (vm.count("submission")) throw InputError("--bench times the harness's own trial children; not with --submission");
+  std::vector<Combo> combos;
+  for (const auto& t : cli::list_values(vm, "bench")) combos.push_back(Combo::parse(t));
+  if (combos.empty()) throw InputError("--bench needs at least one combination");
+  std::vector<CaseSpec> cases;
+  const std::string dist = vm["bench-dist"].as<std::string>();
+  const uint64_t seed = vm["bench-seed"].as<uint64_t>();
+  for (const auto& t : split_commas(vm["bench-shapes"].as<std::string>())) {
+    CaseSpec c;
+    c.shape = Shape::parse(t);
+    c.shape.validate();
+    c.dist = dist;
+    c.seed = seed;
+    cases.push_back(c);
+  }
+  if (cases.empty()) throw InputError("--bench-shapes names no shape");
+  opt.bench = true;
+  opt.timing.rse = vm["bench-rse"].as<double>();
+  opt.timing.max_time_s = vm["bench-max-time"].as<double>();
+  opt.timing.min_reps = std::max(3, vm["bench-min-reps"].as<int>());
+  opt.timing.max_reps = std::max(opt.timing.min_reps, vm["bench-max-reps"].as<int>());
+  opt.warmup = std::max(0, vm["bench-warmup"].as<int>());
+  opt.budget.time = vm["budget-time"].as<double>();
+  const double extras_budget = vm["bench-budget"].as<double>();
+  if (!(extras_budget > 0) || !std::isfinite(extras_budget) || !(opt.budget.time > 0))
+    throw InputError("--bench-budget and --budget-time must be positive numbers of seconds");
+
+  Session session(opt, program, &std::cout);
+  RunPolicy policy = cli::run_policy(vm);
+  if (policy.gpus.empty()) policy.jobs = 1;  // timed trials side by side on one device would time each other
+  session.set_policy(policy);
+  session.expect(backends.size() * combos.size() * cases.size());
+  std::cout << "bench: " << combos.size() << " combination(s) x " << cases.size() << " shape(s) on";
+  for (const auto& b : backends) std::cout << " " << b;
+  std::cout << "; stopping rule: median rse < " << fmt("%.2f", opt.timing.rse * 100) << "%, " << opt.timing.min_reps
+            << ".." << opt.timing.max_reps << " calls, " << fmt("%.1f", opt.timing.max_time_s) << " s cap\n";
+  for (const auto& b : backends) verify_combos(session, b, combos, cases);
+
+  // The GPU extras, when the gpu backend ran and is available here.
+  Extras extras;
+  bool any_gpu = false;
+  for (const auto& b : backends) any_gpu |= b == "gpu";
+  const auto gpu = session.backends().find("gpu");
+  const bool yard = !vm["bench-no-yardstick"].as<bool>();
+  const int peak_size = vm["bench-peak-size"].as<int>();
+  std::string tmp;
+  if (any_gpu && gpu != session.backends().end() && gpu->second.available && (yard || peak_size > 0)) {
+    tmp = std::filesystem::temp_directory_path() / ("nvfp4-bench-" + std::to_string(getpid()));
+    std::filesystem::create_directories(tmp);
+    BenchExtrasRequest rq;
+    rq.out = tmp + "/extras.json";
+    rq.shapes = vm["bench-shapes"].as<std::string>();
+    rq.dist = dist;
+    rq.seed = seed;
+    rq.rule = opt.timing;
+    rq.peak_size = peak_size;
+    rq.yardstick = rq.parts = yard;
+    std::cout << "bench: the GPU extras (bf16 peak, cuBLASLt yardstick, plain's parts) in one child\n";
+    extras = run_extras(rq, extras_budget, tmp);
+  }
+
+  // ---- rows ----
+  std::vector<Row> rows;
+  std::map<std::string, std::vector<Row>> yard_rows, part_rows;
+  std::map<std::string, double> yard_graph, yard_eager;
+  double peak = NAN;
+  bool extras_failed = !extras.failure.empty();
+  if (extras.ran && extras.failure.empty()) {
+    peak = extras.report.number_or("peak_bf16_tflops", NAN) * 1e12;
+    if (const JsonValue* shapes = extras.report.find("shapes"); shapes && shapes->is_array())
+      for (const auto& s : shapes->items()) {
+        const std::string shape = s.str_or("shape", "?");
+        for (const char* group : {"yardstick", "plain_parts"})
+          if (const JsonValue* a = s.find(group); a && a->is_array())
+            for (const auto& v : a->items()) {
+              Row r = extras_row(v, shape);
+              extras_failed |= r.outcome != "PASS";
+              (std::string(group) == "yardstick" ? yard_rows : part_rows)[shape].push_back(r);
+              if (std::string(group) == "yardstick" && r.outcome == "PASS")
+                (r.combo.find("graph") != std::string::npos ? yard_graph : yard_eager)[shape] = r.t.median;
+            }
+      }
+  }
+  for (const auto& r : session.results()) rows.push_back(trial_row(r));
+  std::vector<Row> table;
+  for (const auto& c : cases) {
+    const std::string shape = c.shape.str();
+    for (const auto& r : yard_rows[shape]) table.push_back(r);
+    for (const auto& r : rows)
+      if (r.shape == shape) table.push_back(r);
+    for (const auto& r : part_rows[shape]) table.push_back(r);
+  }
+  print_table(std::cout, table, peak, yard_graph);
+  if (!extras.failure.empty()) std::cout << "bench: " << extras.failure << "\n";
+
+  int code = 0;
+  bool pass = false, fail = false;
+  for (const auto& r : session.results()) {
+    fail |= is_failure(r.outcome);
+    pass |= r.outcome == Outcome::Pass;
+  }
+  code = fail || extras_failed ? 1 : pass ? 0 : 125;
+  print_summary(std::cout, session, code);
+
+  // ---- JSON: the verify report of the run ("mode": "bench", timing per trial) plus the bench's rows ----
+  if (vm.count("bench-json")) {
+    const std::string path = vm["bench-json"].as<std::string>();
+    std::ostringstream os;
+    write_json(os, session, "bench", command, code, [&](JsonWriter& j) {
+      j.key("device");
+      if (extras.ran && extras.failure.empty() && extras.report.find("device"))
+        write_value(j, extras.report.at("device"));
+      else
+        j.begin_object().key("name").value(any_gpu ? "gpu (no extras measured)" : "host CPU").end_object();
+      j.key("method").begin_object();
+      j.key("timing").value(any_gpu ? "CUDA events per call on the plan's stream; 2x L2 written between calls"
+                                    : "host clock around each call (enqueue + synchronize)");
+      j.key("stopping_rule_rse").value(opt.timing.rse);
+      j.key("min_reps").value(opt.timing.min_reps);
+      j.key("max_reps").value(opt.timing.max_reps);
+      j.key("max_time_s").value(opt.timing.max_time_s);
+      j.key("warmup").value(opt.warmup);
+      j.key("distribution").value(dist);
+      j.key("seed").value(seed);
+      j.key("input_sets").value(opt.runs + 1);
+      j.key("fresh").value(input_set_name(opt.fresh));
+      j.key("fresh_inputs").value("a new input set written before every timed call (outside the timed region); the "
+                                  "last timed call's and the last back-to-back call's outputs checked against their "
+                                  "own sets' references");
+      j.key("flops").value("4*M*N*K*L per call");
+      j.key("per_call").value("gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init");
+      j.key("torch_compile_source").value("docs/gpu-target.md (PyTorch 2.11 default mode, not this run)");
+      j.end_object();
+      j.key("context_s").value(extras.ran && extras.failure.empty() ? extras.report.number_or("context_s", NAN) : NAN);
+      j.key("peak_bf16_tflops").value(peak * 1e-12);
+      j.key("peak_size").value(peak_size);
+      if (!extras.failure.empty()) j.key("extras_failure").value(extras.failure);
+      j.key("shapes").begin_array();
+      for (const auto& c : cases) {
+        const std::string shape = c.shape.str();
+        const auto info = session.cache().get(c);
+        const double yg = yard_graph.count(shape) ? yard_graph[shape] : NAN;
+        const double ye = yard_eager.count(shape) ? yard_eager[shape] : NAN;
+        j.begin_object();
+        j.key("shape").value(shape);
+        j.key("reference_s").value(info->reference_seconds);
+        j.key("degenerate").value(info->degeneracy.degenerate());
+        j.key("torch_compile_us").value(torch_compile_us(shape));
+        auto row_json = [&](const Row& r) {
+          j.begin_object();
+          j.key("backend").value(r.backend);
+          j.key("combo").value(r.combo);
+          j.key("outcome").value(r.outcome);
+          j.key("message").value(r.message);
+          j.key("describe").value(r.describe);
+          j.key("check").value(r.check);
+          j.key("max_ulp").value(r.max_ulp);
+          j.key("gpumode_mismatch").value(r.gpumode_mismatch);
+          j.key("stages_s").begin_object();
+          for (const auto& s : r.stages) j.key(s.first).value(s.second);
+          j.end_object();
+          j.key("reps").value(r.t.reps);
+          j.key("median_us").value(r.t.median * 1e6);
+          j.key("min_us").value(r.t.min * 1e6);
+          j.key("mean_us").value(r.t.mean * 1e6);
+          j.key("stdev_us").value(r.t.stdev * 1e6);
+          j.key("median_rse").value(r.t.rse);
+          j.key("b2b_us").value(r.b2b * 1e6);
+          const double tf = shape_flops(shape) / r.t.median;
+          j.key("tflops").value(tf * 1e-12);
+          j.key("pct_peak").value(100 * tf / peak);
+          j.key("x_yardstick_graph").value(r.t.median / yg);
+          j.key("x_yardstick_eager").value(r.t.median / ye);
+          j.key("speedup_vs_torch_compile").value(torch_compile_us(shape) * 1e-6 / r.t.median);
+          j.end_object();
+        };
+        j.key("yardstick").begin_array();
+        for (const auto& r : yard_rows[shape]) row_json(r);
+        j.end_array();
+        j.key("plain_parts").begin_array();
+        for (const auto& r : part_rows[shape]) row_json(r);
+        j.end_array();
+        j.key("combos").begin_array();
+        for (const auto& r : rows)
+          if (r.shape == shape) row_json(r);
+        j.end_array();
+        j.end_object();
+      }
+      j.end_array();
+    });
+    write_text_file(path, os.str());
+    if (vm.count("html")) {
+      const JsonValue report = JsonValue::parse(os.str());
+      std::ofstream f(vm["html"].as<std::string>());
+      write_html(f, {report}, {path});
+      if (!f) throw InputError("cannot write " + vm["html"].as<std::string>());
+    }
+  }
+  if (!tmp.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(tmp, ec);
+  }
+  return code;
+}
+
+int bench_extras_child(int argc, char** argv) {
+  if (argc != 11) {
+    std::fprintf(stderr, "harness --child-bench: expected 11 fields, got %d\n", argc);
+    return 2;
+  }
+  BenchExtrasRequest rq;
+  rq.out = argv[0];
+  rq.shapes = argv[1];
+  rq.dist = argv[2];
+  rq.seed = std::strtoull(argv[3], nullptr, 10);
+  rq.rule.rse = std::atof(argv[4]);
+  rq.rule.max_time_s = std::atof(argv[5]);
+  rq.rule.min_reps = std::atoi(argv[6]);
+  rq.rule.max_reps = std::atoi(argv[7]);
+  rq.peak_size = std::atoi(argv[8]);
+  rq.yardstick = std::string(argv[9]) == "1";
+  rq.parts = std::string(argv[10]) == "1";
+  const std::string path = module_path(module_dir(), "gpu");
+  try {
     void* handle = load_module(path);  // throws InputError naming the module and dlerror()
-    entry = reinterpret_cast<BenchEntry>(dlsym(handle, kBenchEntry));
-    load_watch.idle();
+    auto entry = reinterpret_cast<BenchExtrasEntry>(dlsym(handle, kBenchExtrasEntry));
+    if (!entry) {
+      std::printf("SKIP: this build's gpu module has no CUDA paths (%s)\n", path.c_str());
+      return 125;
+    }
+    return entry(&rq);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "harness --child-bench: %s\n", e.what());
+    return 1;
   }
-  if (!entry) {
-    std::printf("SKIP: bench mode needs the CUDA paths; this build's gpu module has none (%s)\n", path.c_str());
-    return 125;
-  }
-  return entry(&request);
 }
 
 }  // namespace nvfp4

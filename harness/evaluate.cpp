@@ -18,6 +18,43 @@ std::string joined(const std::vector<int>& v, const char* sep = ",") {
   return s;
 }
 
+// Bench mode (trial.hpp, stage time): every timed output against the reference of its own input
+// set. Only a trial whose timed outputs all pass keeps its figures; one that fails is FAIL in stage
+// time and reports no time.
+void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache) {
+  const TrialSpec& spec = r.spec;
+  auto fail = [&](Outcome o, const std::string& why) {
+    r.outcome = o;
+    r.stage = "time";
+    r.stage_elapsed = r.stage_seconds("time");
+    r.message = why;
+  };
+  if (!child.timed || child.timed_outputs.size() != 2 || child.timed_sets.size() != 2)
+    return fail(Outcome::Error, "bench mode: the child reported no timing or not the 2 timed outputs of stage time");
+  const int runs = spec.options.runs;
+  static const char* what[] = {"the last timed call", "the last back-to-back call"};
+  for (size_t i = 0; i < 2; ++i) {
+    const int set = child.timed_sets[i];
+    if (set < 0 || set > warmup_set(runs))
+      return fail(Outcome::Error, std::string("bench mode: ") + what[i] + " names input set " + std::to_string(set));
+    const auto info = cache.get(spec.c, set, spec.options.fresh);
+    if (int64_t(child.timed_outputs[i].size()) != info->ref.shape.c_elems())
+      return fail(Outcome::Error, std::string("bench mode: the output of ") + what[i] + " has the wrong size");
+    const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.timed_outputs[i].data(),
+                                        nullptr, nullptr);
+    if (!c.pass()) {
+      std::ostringstream m;
+      m << "output of " << what[i] << " (" << input_set_label(set, runs) << ") out of tolerance: "
+        << c.over_tolerance << " of " << c.elements << " elements over";
+      if (c.poisoned) m << " (" << c.poisoned << " unwritten)";
+      m << "; its time is not reported";
+      return fail(Outcome::Fail, m.str());
+    }
+  }
+  r.timed = true;
+  r.timing = child.timing;
+}
+
 }  // namespace
 
 TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
@@ -103,6 +140,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   if (failing.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
+    if (spec.options.bench) check_timed(r, child, cache);
     return r;
   }
 

@@ -22,7 +22,7 @@ constexpr KindName kKinds[] = {
     {FaultKind::Slow, "slow"}, {FaultKind::Nan, "nan"},         {FaultKind::Corrupt, "corrupt"},
     {FaultKind::Unwritten, "unwritten"},
 };
-constexpr Stage kStages[] = {Stage::Init, Stage::Tune, Stage::Warmup, Stage::Capture, Stage::Run};
+constexpr Stage kStages[] = {Stage::Init, Stage::Tune, Stage::Warmup, Stage::Capture, Stage::Run, Stage::Time};
 }  // namespace
 
 const char* fault_kind_name(FaultKind k) {
@@ -35,7 +35,7 @@ Fault Fault::parse(const std::string& text) {
   const std::string usage = "bad fault '" + text +
                             "': expected FAULT@STAGE[:if=COMBO][:case=SHAPE] with FAULT one of hang, crash, "
                             "error, slow, nan, corrupt, unwritten and STAGE one of init, tune, "
-                            "warmup, capture, run";
+                            "warmup, capture, run, time (bench mode)";
   Fault f;
   const size_t at = text.find('@');
   if (at == std::string::npos) throw InputError(usage);
@@ -73,9 +73,9 @@ Fault Fault::parse(const std::string& text) {
       found = true;
     }
   if (!found) throw InputError(usage);
-  if (f.acts_on_output() && f.stage != Stage::Run)
+  if (f.acts_on_output() && f.stage != Stage::Run && f.stage != Stage::Time)
     throw InputError("bad fault '" + text + "': " + kind +
-                     " acts on the output read back in stage run; write " + kind + "@run");
+                     " acts on an output read back in stage run (or time, in bench mode); write " + kind + "@run");
   return f;
 }
 
@@ -116,15 +116,15 @@ std::vector<std::string> fire_stage_faults(const std::vector<Fault>& faults, Sta
   return notes;
 }
 
-std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, const Combo& combo,
+std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, Stage stage, const Combo& combo,
                                              const Shape& shape, uint16_t* c, uint16_t poison_bits) {
   std::vector<std::string> notes;
   const int64_t i = shape.c_elems() / 2;
   const int64_t l = i / (shape.M * shape.N), m = (i / shape.N) % shape.M, n = i % shape.N;
   const std::string where = " at (" + std::to_string(l) + "," + std::to_string(m) + "," +
-                            std::to_string(n) + ") of the last checked call";
+                            std::to_string(n) + (stage == Stage::Time ? ") of a timed call" : ") of the last checked call");
   for (const auto& f : faults) {
-    if (!f.acts_on_output() || !f.fires(Stage::Run, combo, &shape)) continue;
+    if (!f.acts_on_output() || !f.fires(stage, combo, &shape)) continue;
     switch (f.kind) {
       case FaultKind::Nan: c[i] = 0x7E00; break;                            // canonical quiet NaN
       case FaultKind::Corrupt: c[i] = static_cast<uint16_t>(c[i] ^ 0x4000); break;  // x 2^+-16

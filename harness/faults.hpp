@@ -10,7 +10,9 @@
 //   corrupt    one output element gets a wrong value (bit 14 flipped) } after the LAST checked
 //   unwritten  one output element keeps the poison pattern        } call of stage run
 // The output faults take STAGE = run and hit the last checked call on purpose: a harness that
-// checked only the first call would miss them. The element is the middle one, (L*M*N)/2.
+// checked only the first call would miss them; in bench mode STAGE = time hits the timed outputs
+// sent for checking (trial.hpp), so a path that is right when checked and wrong when timed FAILs.
+// Stage time exists only in bench mode: other faults @time fire at its start. The element is the middle one, (L*M*N)/2.
 // `:if=COMBO` makes the fault fire only in trials whose combination contains all of COMBO's
 // optimizations (so a bisect has a known answer); `:case=SHAPE` only in trials on cases of that
 // shape (so one trial of a combination can fail while its others pass). Both may be given.
@@ -51,9 +53,14 @@ const char* fault_kind_name(FaultKind k);
 std::vector<std::string> fire_stage_faults(const std::vector<Fault>& faults, Stage stage,
                                            const Combo& combo, double slow_seconds,
                                            const Shape* shape = nullptr);
-// Child side, on the output of the last checked call (L*M*N fp16 bits). Returns a note per fault
-// applied, naming the element.
-std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, const Combo& combo,
+// Child side, on an output read back in `stage` (run: the last checked call; time: a timed call),
+// L*M*N fp16 bits. Returns a note per fault applied, naming the element.
+std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, Stage stage, const Combo& combo,
                                              const Shape& shape, uint16_t* c, uint16_t poison_bits);
+// The same in stage run.
+inline std::vector<std::string> apply_output_faults(const std::vector<Fault>& faults, const Combo& combo,
+                                                    const Shape& shape, uint16_t* c, uint16_t poison_bits) {
+  return apply_output_faults(faults, Stage::Run, combo, shape, c, poison_bits);
+}
 
 }  // namespace nvfp4

@@ -9,8 +9,8 @@
 // --bench COMBO[,...] (bench.hpp), --list, --report-html REPORT.json (render reports: junit.hpp,
 // html_report.hpp), --merge A.json B.json ... (the reports of --shard I/N runs: shard.hpp,
 // merge.hpp). `harness --child-trial SPEC` is the hidden entry point of trial children
-// (trial.hpp), handled before option parsing; `harness --child-bench ARGS...` that of the bench
-// child (bench.hpp). This process never loads path code: the built-in backends are modules that
+// (trial.hpp), handled before option parsing; `harness --child-bench FIELDS...` that of the bench's
+// GPU extras child (bench.hpp). This process never loads path code: the built-in backends are modules that
 // children load (modules.hpp); here they are known by their file names and their load probes. Bad usage and bad input are refused before any
 // work by cli_checks.hpp (tokens, values, paths, memory), in one line.
 #include <boost/program_options.hpp>
@@ -274,8 +274,7 @@ void print_case_check(std::ostream& os, const CheckResult& r, const std::string&
   print_comparison(os, r.cmp, "  ");
 }
 
-// `bench_child`: this process is the bench child (`harness --child-bench ARGS...`, bench.hpp).
-int run(int argc, char** argv, bool bench_child = false) {
+int run(int argc, char** argv) {
   TrialOptions d;  // defaults, shared with the reproducer strings (report.cpp)
   po::options_description modes("Modes");
   modes.add_options()
@@ -284,7 +283,8 @@ int run(int argc, char** argv, bool bench_child = false) {
       ("verify", po::value<std::string>(),
        "'all' (staged isolation on the embedded suite) or COMBO[,COMBO...], e.g. plain,fused+autotune")
       ("bisect", po::value<std::string>(), "find the minimal failing sub-combinations of COMBO")
-      ("bench", po::value<std::string>(), "time COMBO[,COMBO...] on the GPU (bench options below)")
+      ("bench", po::value<std::string>(),
+       "time COMBO[,COMBO...]: bench trials (verified, then timed in stage time) on --backend (default gpu)")
       ("backend", po::value<std::string>()->default_value("all"),
        "cpu, gpu or all (with --plugin/--submission the default is theirs alone; 'all' adds the built-in ones)")
       ("plugin", po::value<std::vector<std::string>>()->composing(),
@@ -343,6 +343,7 @@ int run(int argc, char** argv, bool bench_child = false) {
       ("budget-capture", po::value<double>()->default_value(d.budget.capture), "stage capture")
       ("budget-run", po::value<double>()->default_value(d.budget.run), "stage run")
       ("budget-trial", po::value<double>()->default_value(d.budget.trial), "the whole trial");
+  // --budget-time (stage time, bench mode) is among the bench options.
   po::options_description drills("Fault drills");
   drills.add_options()
       ("inject", po::value<std::vector<std::string>>()->composing(),
@@ -383,18 +384,8 @@ int run(int argc, char** argv, bool bench_child = false) {
     if (vm.count("shard") && vm.count(mode))
       throw InputError(std::string("--shard splits a --verify run by case; not with --") + mode);
   if (vm.count("report-html")) return render_reports(vm);
-  if (vm.count("bench")) {
-    if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
-    const BenchRequest request = bench_request(cli::list_values(vm, "bench"), vm);
-    if (bench_child) return bench_in_child(request, vm["budget-load"].as<double>());
-    const int rc = run_bench_child(argc, argv);
-    if (vm.count("html") && (rc == 0 || rc == 1)) {
-      const std::string bench_json = vm["bench-json"].as<std::string>();
-      const JsonValue report = read_json_file(bench_json);
-      write_file(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, {report}, {bench_json}); });
-    }
-    return rc;
-  }
+  if (vm.count("bench") && vm.count("html") && !vm.count("bench-json"))
+    throw InputError("--html with --bench needs --bench-json FILE");
 
   cli::check_values(vm);
   cli::check_paths(vm);
@@ -412,6 +403,7 @@ int run(int argc, char** argv, bool bench_child = false) {
   opt.budget.capture = vm["budget-capture"].as<double>();
   opt.budget.run = vm["budget-run"].as<double>();
   opt.budget.trial = vm["budget-trial"].as<double>();
+  opt.budget.time = vm["budget-time"].as<double>();
   opt.slow_seconds = vm["slow-seconds"].as<double>();
   if (vm.count("tune-cache")) opt.plan.tune_cache_dir = vm["tune-cache"].as<std::string>();
   opt.plan.tune_reps = vm["tune-reps"].as<int>();
@@ -464,11 +456,14 @@ int run(int argc, char** argv, bool bench_child = false) {
     }
   }
   const bool explicit_backend = !vm["backend"].defaulted();
+  const bool benching = vm.count("bench") > 0;
   const bool only_external = !explicit_backend && (vm.count("plugin") || vm.count("submission"));
   const ModuleDir modules = module_dir();
   const std::vector<std::string> builtins = builtin_backends(modules);
   std::vector<std::string> backends =
-      only_external ? external_backends : chosen_backends(vm, builtins, external_backends, modules);
+      only_external ? external_backends
+      : benching && !explicit_backend ? std::vector<std::string>{"gpu"}  // bench's default: the GPU paths
+                                      : chosen_backends(vm, builtins, external_backends, modules);
   // Case-directory mode runs a path (trials) or only checks/saves against the reference.
   const bool verify = vm.count("verify") > 0, bisecting = vm.count("bisect") > 0;
   const bool path_mode = verify || bisecting || explicit_backend;
@@ -485,10 +480,20 @@ int run(int argc, char** argv, bool bench_child = false) {
   }
   // The built-in backends' manifests, only when paths will run (or be listed): a bad input above,
   // a --check or a --save-output of the reference never starts a load probe.
-  const bool runs_paths = verify || bisecting || vm.count("list") || (vm.count("inputs") && path_mode);
+  const bool runs_paths = verify || bisecting || benching || vm.count("list") || (vm.count("inputs") && path_mode);
   std::map<std::string, ChildReport> load_probes;
   if (runs_paths) load_builtins(backends, builtins, opt, filter, failed_loads, load_probes);
   opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
+  if (benching) {
+    for (const char* mode : {"verify", "inputs"})
+      if (vm.count(mode)) throw InputError(std::string("--bench times its own shapes; not with --") + mode);
+    if (!failed_loads.empty()) {
+      for (const auto& r : failed_loads)
+        std::cout << outcome_name(r.outcome) << ": " << trial_name(r.spec) << ": " << r.message << "\n";
+      return 1;
+    }
+    return bench_mode(vm, opt, backends, argv[0], command);
+  }
   if (!opt.faults.empty() && vm.count("submission"))
     throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
   // The combinations to run, checked against the backends before any case is built.
@@ -656,13 +661,9 @@ int run(int argc, char** argv, bool bench_child = false) {
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--child-trial") return child_main(argv[2]);
   if (argc == 2 && std::string(argv[1]) == "--child-worker") return worker_main();
-  const bool bench_child = argc >= 2 && std::string(argv[1]) == "--child-bench";
-  if (bench_child) {
-    argv[1] = argv[0];  // parse the rest as the parent did
-    ++argv, --argc;
-  }
+  if (argc >= 2 && std::string(argv[1]) == "--child-bench") return bench_extras_child(argc - 2, argv + 2);
   try {
-    return run(argc, argv, bench_child);
+    return run(argc, argv);
   } catch (const po::error& e) {
     std::cerr << "harness: " << e.what() << " (see harness --help)\n";
     return 2;

@@ -262,7 +262,7 @@ namespace {
 }  // namespace
 
 void write_json(std::ostream& os, const Session& s, const std::string& mode, const std::string& command,
-                int exit_code) {
+                int exit_code, const std::function<void(JsonWriter&)>& extra) {
   JsonWriter j(os);
   const TrialOptions& o = s.options();
   j.begin_object();
@@ -280,7 +280,14 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
   j.key("budgets_s").begin_object();
   j.key("init").value(o.budget.init).key("tune").value(o.budget.tune).key("warmup").value(o.budget.warmup);
   j.key("capture").value(o.budget.capture).key("run").value(o.budget.run).key("trial").value(o.budget.trial);
+  if (o.bench) j.key("time").value(o.budget.time);
   j.end_object();
+  if (o.bench) {
+    j.key("bench").begin_object();
+    j.key("rse").value(o.timing.rse).key("max_time_s").value(o.timing.max_time_s);
+    j.key("min_reps").value(o.timing.min_reps).key("max_reps").value(o.timing.max_reps);
+    j.end_object();
+  }
   j.key("faults").begin_array();
   for (const auto& f : o.faults) j.value(f.str());
   j.end_array();
@@ -363,6 +370,14 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
       j.key("metrics");
       write_comparison_json(j, r.cmp);
     }
+    if (r.timed) {
+      const Timing& t = r.timing.t;
+      j.key("timing").begin_object();
+      j.key("reps").value(t.reps).key("median_us").value(t.median * 1e6).key("min_us").value(t.min * 1e6);
+      j.key("mean_us").value(t.mean * 1e6).key("stdev_us").value(t.stdev * 1e6).key("median_rse").value(t.rse);
+      j.key("b2b_us").value(r.timing.b2b * 1e6).key("b2b_calls").value(r.timing.b2b_calls);
+      j.end_object();
+    }
     j.key("reproducer").value(reproducer(r.spec, s.program()));
     j.end_object();
   }
@@ -377,6 +392,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     j.key(outcome_name(oc)).value(n);
   }
   j.end_object();
+  if (extra) extra(j);
   j.end_object();
   os << "\n";
 }

@@ -2,6 +2,7 @@
 // reproducer, the summary table, and the JSON report (--json FILE). Evaluation lives elsewhere;
 // this file only formats.
 #pragma once
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -39,8 +40,12 @@ std::string overhead_line(double seconds, int trials);
 // bisect verdicts last.
 void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures = true);
 
-// The whole session as JSON (every trial: outcome, stage times, metrics, reproducer).
+class JsonWriter;
+// The whole session as JSON (every trial: outcome, stage times, metrics, reproducer; a bench
+// trial's "timing"). `extra`, when given, writes more members of the top-level object (the bench
+// mode's device, method and shapes: bench.hpp).
 void write_json(std::ostream& os, const Session& s, const std::string& mode,
-                const std::string& command, int exit_code);
+                const std::string& command, int exit_code,
+                const std::function<void(JsonWriter&)>& extra = nullptr);
 
 }  // namespace nvfp4

@@ -50,6 +50,7 @@ double Budgets::of(const std::string& stage) const {
   if (stage == "warmup") return warmup;
   if (stage == "capture") return capture;
   if (stage == "run") return run;
+  if (stage == "time") return time;
   return init;  // init, and the harness's own setup and teardown
 }
 
@@ -138,6 +139,13 @@ std::string encode_trial(const TrialSpec& t, int fd, const std::string& dir, boo
   kv("tune_reps", std::to_string(o.plan.tune_reps));
   kv("tune_time", num(o.plan.tune_budget_s));
   if (!o.input_store.empty()) kv("input_store", o.input_store);
+  if (o.bench) {
+    kv("bench", "1");
+    kv("bench_rse", num(o.timing.rse));
+    kv("bench_max_time", num(o.timing.max_time_s));
+    kv("bench_min_reps", std::to_string(o.timing.min_reps));
+    kv("bench_max_reps", std::to_string(o.timing.max_reps));
+  }
   for (const auto& f : o.faults) kv("fault", f.str());
   kv("fd", std::to_string(fd));
   kv("dir", dir);
@@ -171,6 +179,11 @@ TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool*
     else if (k == "tune_time") t.options.plan.tune_budget_s = std::atof(v.c_str());
     else if (k == "fault") t.options.faults.push_back(Fault::parse(v));
     else if (k == "input_store") t.options.input_store = v;
+    else if (k == "bench") t.options.bench = v == "1";
+    else if (k == "bench_rse") t.options.timing.rse = std::atof(v.c_str());
+    else if (k == "bench_max_time") t.options.timing.max_time_s = std::atof(v.c_str());
+    else if (k == "bench_min_reps") t.options.timing.min_reps = std::atoi(v.c_str());
+    else if (k == "bench_max_reps") t.options.timing.max_reps = std::atoi(v.c_str());
     else if (k == "fd") { if (fd) *fd = std::atoi(v.c_str()); }
     else if (k == "dir") { if (dir) *dir = v; }
     else if (k == "probe") { if (probe) *probe = v == "1"; }

@@ -4,12 +4,21 @@
 // binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
 // group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-//   | output CALL SET | intermediates | available | manifest FIELDS... | device TEXT | done
+//   | output CALL SET | intermediates | available | manifest FIELDS... | device TEXT
+//   | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS | timed-output INDEX SET | done
 // (device: the CUDA_VISIBLE_DEVICES the child runs with, when set; a worker adds `end`: worker.hpp).
 // Stages: load (only for a plugin: the library is loaded and registered here, so its load-time
 // work, hang or crash is this child's), setup (the harness builds the inputs; checks availability and support), init
 // (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
-// when the combination adds it), run (R checked calls), teardown (the plan is destroyed).
+// when the combination adds it), run (R checked calls), time (bench mode only, see below), teardown
+// (the plan is destroyed).
+// Stage time (a bench trial, TrialOptions::bench; docs/design.md §4.1): the steady state timed with
+// the one timing helper (plan.hpp measure_calls over Plan::timed_calls): timed call i runs on
+// input set i mod (R+1), written before it outside the timed region; then the back-to-back figure
+// on the next set. The output of the last timed call and of the last back-to-back call are sent
+// like checked calls' (timed<INDEX>.f16, message timed-output INDEX SET) and the parent checks each
+// against the reference of its own set: a trial whose timed output fails is FAIL in stage time,
+// and no trial that is not PASS reports a time.
 // Fresh inputs (cases.hpp): the plan is built, tuned, warmed up and captured on input set R; before
 // checked call i (1-based) the child writes input set i-1 into the plan (Plan::set_inputs, the
 // activations or, with --fresh all, every input) and poisons the output with kPoisonBits (all
@@ -44,7 +53,7 @@ inline bool is_failure(Outcome o) { return o != Outcome::Pass && o != Outcome::S
 // Watchdog budgets in seconds. setup and teardown (the harness's own work around the path) use
 // the init budget; load is the loading of an outside path (a plugin library, a submission's import).
 struct Budgets {
-  double load = 30, init = 60, tune = 30, warmup = 30, capture = 30, run = 60;
+  double load = 30, init = 60, tune = 30, warmup = 30, capture = 30, run = 60, time = 60;
   double trial = 300;
   double of(const std::string& stage) const;
 };
@@ -73,6 +82,9 @@ struct TrialOptions {
   // The parent's InputStore folder (input_store.hpp): the child reads its input sets from there
   // when they are stored, else generates them. Empty: always generate.
   std::string input_store;
+  // Bench mode: after run, stage time measures the steady state under `timing` (see above).
+  bool bench = false;
+  TimingRule timing;
   const External* external(const std::string& backend) const;  // nullptr for a built-in one
 };
 
@@ -91,6 +103,16 @@ struct StageTime {
   double seconds = 0;
   bool completed = false;  // false: the trial ended inside it
 };
+
+// What stage time measured: the timed calls, and the back-to-back mean (NaN when not measured).
+struct BenchFigures {
+  Timing t;
+  double b2b = NAN;
+  int b2b_calls = 0;
+};
+
+// Timed call i's input set, with `runs` checked calls (sets 0..runs exist: cases.hpp).
+inline int timed_call_set(int i, int runs) { return i % (runs + 1); }
 
 struct TrialResult {
   TrialSpec spec;
@@ -120,6 +142,9 @@ struct TrialResult {
   std::string degeneracy;
   std::vector<std::string> warnings;
   std::string blocked_by;     // BLOCKED: the failing sub-combination(s)
+  // Bench mode: the figures of stage time, only for a PASS trial whose timed outputs passed.
+  bool timed = false;
+  BenchFigures timing;
 
   double stage_seconds(const std::string& name) const;  // -1 when absent
   // Seconds of the trial's wall time spent outside its stages (starting the child, the messages,
@@ -140,6 +165,11 @@ struct ChildReport {
   bool have_intermediates = false;             // G and U of the LAST checked call
   std::vector<float> g, u;
   bool available = false;  // probe: the backend said yes
+  // Stage time (bench mode): the figures, and the timed outputs with their input sets.
+  bool timed = false;
+  BenchFigures timing;
+  std::vector<std::vector<uint16_t>> timed_outputs;
+  std::vector<int> timed_sets;
   // Load probe: what the loaded plugin declares, one entry per `manifest` message: {"backend",
   // NAME, SUMMARY} then {"optimization", NAME, STAGES (comma-joined), SUMMARY} for each.
   std::vector<std::vector<std::string>> manifest;

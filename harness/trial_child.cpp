@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -110,6 +111,41 @@ void send_manifest(Channel& ch, const Registry& reg, const std::string& backend)
                            o->kind == OptKind::Variant ? "variant" : "wrapper", std::to_string(o->order)});
     }
   }
+}
+
+// Stage time (trial.hpp): the steady state under the bench's stopping rule, then the back-to-back
+// figure; the last timed call's and the last back-to-back call's outputs go to the parent.
+void time_stage(Channel& ch, const TrialSpec& t, Plan& plan, const std::vector<Problem>& sets, const std::string& dir) {
+  const TrialOptions& o = t.options;
+  const Shape& shape = sets[0].shape;
+  for (const auto& note : fire_stage_faults(o.faults, Stage::Time, t.combo, o.slow_seconds, &shape))
+    ch.send("note", {note});
+  auto set_of = [&](int call) { return timed_call_set(call, o.runs); };
+  BenchFigures f;
+  f.t = measure_calls(plan, o.timing, [&](int i) { plan.set_inputs(sets[size_t(set_of(i))], o.fresh); });
+  std::vector<uint16_t> c(size_t(shape.c_elems()));
+  auto send_output = [&](int index, int set) {
+    plan.read_output(c.data());
+    for (const auto& note : apply_output_faults(o.faults, Stage::Time, t.combo, shape, c.data(), kPoisonBits))
+      ch.send("note", {note});
+    write_file(dir + "/timed" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
+    ch.send("timed-output", {std::to_string(index), std::to_string(set)});
+  };
+  send_output(0, set_of(f.t.reps - 1));
+  // Back-to-back: enough calls for about 20 ms (at least 10, at most 2000), on the set after the
+  // last timed call's, so its output is not left over from the timed calls.
+  const int b2b_set = set_of(f.t.reps);
+  f.b2b_calls = std::max(10, std::min(2000, int(0.02 / f.t.median)));
+  plan.set_inputs(sets[size_t(b2b_set)], o.fresh);
+  f.b2b = plan.back_to_back(plan, f.b2b_calls);
+  send_output(1, b2b_set);
+  auto num = [](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
+  ch.send("timing", {std::to_string(f.t.reps), num(f.t.median), num(f.t.min), num(f.t.mean), num(f.t.stdev),
+                     num(f.t.rse), num(f.b2b), std::to_string(f.b2b_calls)});
 }
 
 // `loaded`: a worker's plugin, loaded by its first trial and kept for the next (nullptr: one
@@ -233,7 +269,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       plan->synchronize();
       plan->read_output(c.data());
       if (call == o.runs - 1)
-        for (const auto& note : apply_output_faults(o.faults, t.combo, problem.shape, c.data(), kPoisonBits))
+        for (const auto& note : apply_output_faults(o.faults, Stage::Run, t.combo, problem.shape, c.data(), kPoisonBits))
           ch.send("note", {note});
       write_file(dir + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
       ch.send("output", {std::to_string(call), std::to_string(set)});
@@ -245,6 +281,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
     }
   });
+  if (o.bench) stage(ch, "time", [&] { time_stage(ch, t, *plan, sets, dir); });
   stage(ch, "teardown", [&] { plan.reset(); });
 }
 

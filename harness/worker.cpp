@@ -4,6 +4,8 @@
 //
 // Files in a trial's directory:
 //   out<i>.f16   the output of checked call i+1 (L*M*N fp16 bit patterns, (L, M, N))
+//   timed<i>.f16 bench mode: timed output i of stage time (0: the last timed call, 1: the last
+//                back-to-back call)
 //   g.f32 u.f32  the path's intermediates after the last checked call, when it exposes them
 //                (fp32, (L, M, N), alpha not applied)
 //   child.log    the child's stdout and stderr (a worker's: while it ran this trial)
@@ -207,6 +209,18 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     } else if (kind == "output") {
       ++talk.outputs;
       talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
+    } else if (kind == "timed-output" && f.size() > 2) {
+      talk.timed_sets.push_back(std::atoi(f[2].c_str()));
+    } else if (kind == "timing" && f.size() > 8) {
+      rep.timed = true;
+      rep.timing.t.reps = std::atoi(f[1].c_str());
+      rep.timing.t.median = std::atof(f[2].c_str());
+      rep.timing.t.min = std::atof(f[3].c_str());
+      rep.timing.t.mean = std::atof(f[4].c_str());
+      rep.timing.t.stdev = std::atof(f[5].c_str());
+      rep.timing.t.rse = std::atof(f[6].c_str());
+      rep.timing.b2b = std::atof(f[7].c_str());
+      rep.timing.b2b_calls = std::atoi(f[8].c_str());
     } else if (kind == "intermediates" && f.size() > 2) {
       rep.have_intermediates = true;
       talk.mid_g = size_t(std::atoll(f[1].c_str()));
@@ -315,6 +329,19 @@ void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec
     rep.outputs.push_back(std::move(c));
   }
   rep.output_sets = talk.output_sets;
+  for (size_t i = 0; i < talk.timed_sets.size() && rep.outcome == Outcome::Pass; ++i) {
+    const std::string path = dir + "/timed" + std::to_string(i) + ".f16";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || (elems >= 0 && st.st_size != elems * 2)) {
+      rep.outcome = Outcome::Error;
+      rep.message = "timed output " + std::to_string(i) + " is missing or has the wrong size";
+      break;
+    }
+    std::vector<uint16_t> c(size_t(st.st_size / 2));
+    read_file(path, c.data(), c.size() * 2);
+    rep.timed_outputs.push_back(std::move(c));
+  }
+  rep.timed_sets = talk.timed_sets;
   if (rep.have_intermediates) {
     rep.g.resize(talk.mid_g);
     rep.u.resize(talk.mid_u);

@@ -37,6 +37,7 @@ struct Conversation {
   std::string skip_reason, error_message;
   int outputs = 0;
   std::vector<int> output_sets;
+  std::vector<int> timed_sets;  // stage time: the input set of each timed output
   size_t mid_g = 0, mid_u = 0;
 };
 

@@ -2,7 +2,9 @@
 //
 // Stage tune: for each candidate configuration the wrapped plan offers (Plan::candidates(), e.g.
 // cuBLASLt algorithms, fused tile configs, CPU block sizes) it selects it, makes one warm call,
-// then times Plan::seconds_per_call(reps); the fastest is selected. reps is tune_reps, or fewer
+// then times the median of reps calls with the timing helper every timing shares (plan.hpp:
+// seconds_per_call over Plan::timed_calls, so cold caches and CUDA events on a GPU, the host clock
+// on the CPU; the bench's stage time uses the same helper); the fastest is selected. reps is tune_reps, or fewer
 // (at least 1) when the warm call shows that tune_reps calls would overrun the candidate's share
 // of PlanOptions::tune_budget_s (budget / number of candidates); candidates stop being tried once
 // the budget has passed (at least one is always timed).
@@ -170,7 +172,7 @@ class AutotunePlan : public PlanWrapper {
       int reps = max_reps;
       if (warm > 0 && warm * max_reps > share) reps = std::max(1, int(share / warm));
       min_reps = std::min(min_reps, reps);
-      const double s = inner().seconds_per_call(reps);
+      const double s = seconds_per_call(inner(), reps);
       ++timed;
       if (best.seconds < 0 || s < best.seconds) {
         best.index = i;

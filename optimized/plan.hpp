@@ -8,7 +8,11 @@
 // Library code never prints or exits: it throws (InputError for bad input, anything else for a
 // failure of the path).
 #pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +21,9 @@
 
 namespace nvfp4 {
 
-enum class Stage { Init, Tune, Warmup, Capture, Run };
-const char* stage_name(Stage s);  // "init", "tune", "warmup", "capture", "run"
+// Time: the bench's timed steady state after run (docs/design.md §4.1); no optimization adds it.
+enum class Stage { Init, Tune, Warmup, Capture, Run, Time };
+const char* stage_name(Stage s);  // "init", "tune", "warmup", "capture", "run", "time"
 
 // A support check's answer: ok, or the reason it is not supported (the trial is then SKIP).
 struct Support {
@@ -67,9 +72,36 @@ class Plan {
   // Key under which a tuning result may be cached: must name the device, driver and library
   // versions, the shape and the variant. Empty disables caching.
   virtual std::string tune_key() const { return {}; }
-  // Seconds per call, averaged over `iters` back-to-back calls, timed as precisely as the plan
-  // can (CUDA events on a GPU). The default uses the host clock around enqueue/synchronize.
-  virtual double seconds_per_call(int iters);
+  // Per-call timing, the one helper behind autotune and the bench (measure_calls below). Times
+  // `n` calls of `outer` (the outermost plan: its enqueue() is the call, e.g. a graph replay),
+  // one at a time: before(i) runs first, outside the timed region (the bench writes call i's
+  // inputs there), then the plan readies a cold start where it can and times exactly one call.
+  // Returns the n times in seconds. The default uses the host clock around enqueue+synchronize;
+  // a GPU plan writes more than its L2 between calls and times each with CUDA events on its
+  // stream. Wrappers forward to their inner plan, so the base plan's clock times the outer call.
+  virtual std::vector<double> timed_calls(Plan& outer, int n, const std::function<void(int)>& before) {
+    std::vector<double> t;
+    for (int i = 0; i < n; ++i) {
+      if (before) before(i);
+      outer.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      outer.enqueue();
+      outer.synchronize();
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return t;
+  }
+  // Mean seconds of `n` back-to-back calls of `outer` (no flushing, one clock pair around all of
+  // them, after one untimed call), so launch overhead overlaps the previous call.
+  virtual double back_to_back(Plan& outer, int n) {
+    if (n < 1) n = 1;
+    outer.enqueue();
+    outer.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) outer.enqueue();
+    outer.synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
+  }
 
   // Stage hooks: wrappers override the ones they own; base plans ignore them.
   virtual void tune() {}
@@ -94,7 +126,10 @@ class PlanWrapper : public Plan {
   std::vector<std::string> candidates() const override { return inner_->candidates(); }
   void select(size_t index) override { inner_->select(index); }
   std::string tune_key() const override { return inner_->tune_key(); }
-  double seconds_per_call(int iters) override { return inner_->seconds_per_call(iters); }
+  std::vector<double> timed_calls(Plan& outer, int n, const std::function<void(int)>& before) override {
+    return inner_->timed_calls(outer, n, before);
+  }
+  double back_to_back(Plan& outer, int n) override { return inner_->back_to_back(outer, n); }
   void tune() override { inner_->tune(); }
   void capture() override { inner_->capture(); }
   Plan* base() override { return inner_->base(); }
@@ -106,5 +141,80 @@ class PlanWrapper : public Plan {
  private:
   std::unique_ptr<Plan> inner_;
 };
+
+// ---------------------------------------------------------------------------------------------
+// The stopping rule of every timing (autotune's candidates, the bench's stage time): timed calls in
+// batches of kTimingBatch until the median's relative standard error is below `rse` (with at
+// least min_reps calls), or max_time_s seconds have passed, or max_reps calls were timed.
+
+struct TimingRule {
+  double rse = 0.005;       // stop when the median's relative standard error is below this
+  double max_time_s = 2.0;  // seconds of timing at most (checked after each batch)
+  int min_reps = 50, max_reps = 5000;
+};
+
+struct Timing {
+  int reps = 0;
+  double median = NAN, min = NAN, mean = NAN, stdev = NAN, rse = NAN;  // seconds; rse relative
+};
+
+constexpr int kTimingBatch = 10;
+
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Robust relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, sigma from the
+// median absolute deviation (1.4826 * MAD), so that a few slow outliers do not keep it high.
+inline double median_rse(const std::vector<double>& v, double med) {
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::fabs(x - med));
+  return 1.2533 * 1.4826 * median_of(dev) / std::sqrt(double(v.size())) / med;
+}
+
+// Times calls of `plan` (Plan::timed_calls; call i gets before(i) first) under `rule`.
+inline Timing measure_calls(Plan& plan, const TimingRule& rule, const std::function<void(int)>& before = nullptr) {
+  const int min_reps = std::max(1, rule.min_reps), max_reps = std::max(min_reps, rule.max_reps);
+  std::vector<double> t;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    const int first = int(t.size());
+    const int n = std::min(kTimingBatch, max_reps - first);
+    const auto batch = plan.timed_calls(plan, n, [&](int i) {
+      if (before) before(first + i);
+    });
+    t.insert(t.end(), batch.begin(), batch.end());
+    const int done = int(t.size());
+    if (done >= max_reps) break;
+    if (done >= min_reps) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (median_rse(t, median_of(t)) < rule.rse || elapsed > rule.max_time_s) break;
+    }
+  }
+  Timing s;
+  s.reps = int(t.size());
+  s.median = median_of(t);
+  s.min = *std::min_element(t.begin(), t.end());
+  double sum = 0, sq = 0;
+  for (double x : t) sum += x;
+  s.mean = sum / s.reps;
+  for (double x : t) sq += (x - s.mean) * (x - s.mean);
+  s.stdev = s.reps > 1 ? std::sqrt(sq / (s.reps - 1)) : 0.0;
+  s.rse = median_rse(t, s.median);
+  return s;
+}
+
+// The median of exactly `reps` timed calls (autotune's candidates; tests).
+inline double seconds_per_call(Plan& plan, int reps) {
+  TimingRule r;
+  r.rse = 0;
+  r.max_time_s = INFINITY;
+  r.min_reps = r.max_reps = std::max(1, reps);
+  return measure_calls(plan, r).median;
+}
 
 }  // namespace nvfp4

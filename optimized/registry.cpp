@@ -16,18 +16,9 @@ const char* stage_name(Stage s) {
     case Stage::Warmup: return "warmup";
     case Stage::Capture: return "capture";
     case Stage::Run: return "run";
+    case Stage::Time: return "time";
   }
   return "?";
-}
-
-double Plan::seconds_per_call(int iters) {
-  if (iters < 1) iters = 1;
-  synchronize();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) enqueue();
-  synchronize();
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  return dt.count() / iters;
 }
 
 Combo Combo::parse(const std::string& text) {

@@ -92,28 +92,34 @@ void GpuPlan::flush_l2() {
   NVFP4_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0x5A, flush_.bytes(), stream()));
 }
 
-double GpuPlan::time_calls(int iters, const std::function<void()>& call) {
-  if (iters < 1) iters = 1;
+std::vector<double> GpuPlan::timed_calls(Plan& outer, int n, const std::function<void(int)>& before) {
   std::vector<std::unique_ptr<Event>> start, stop;
-  for (int i = 0; i < iters; ++i) {
+  for (int i = 0; i < n; ++i) {
     start.push_back(std::make_unique<Event>());
     stop.push_back(std::make_unique<Event>());
   }
-  for (int i = 0; i < iters; ++i) {
+  for (int i = 0; i < n; ++i) {
+    if (before) before(i);
     flush_l2();
-    start[i]->record(stream());
-    call();
-    stop[i]->record(stream());
+    start[size_t(i)]->record(stream());
+    outer.enqueue();
+    stop[size_t(i)]->record(stream());
   }
   synchronize();
-  std::vector<double> t(static_cast<size_t>(iters));
-  for (int i = 0; i < iters; ++i) t[size_t(i)] = double(stop[i]->ms_since(*start[i])) * 1e-3;
-  std::sort(t.begin(), t.end());
-  return iters % 2 ? t[size_t(iters / 2)] : 0.5 * (t[size_t(iters / 2 - 1)] + t[size_t(iters / 2)]);
+  std::vector<double> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[size_t(i)] = double(stop[size_t(i)]->ms_since(*start[size_t(i)])) * 1e-3;
+  return t;
 }
 
-double GpuPlan::seconds_per_call(int iters) {
-  return time_calls(iters, [this] { enqueue(); });
+double GpuPlan::back_to_back(Plan& outer, int n) {
+  if (n < 1) n = 1;
+  Event b0, b1;
+  outer.enqueue();  // one untimed call, so the first timed one does not start on a flushed L2
+  b0.record(stream());
+  for (int i = 0; i < n; ++i) outer.enqueue();
+  b1.record(stream());
+  synchronize();
+  return double(b1.ms_since(b0)) * 1e-3 / n;
 }
 
 GpuPlan* gpu_base(Plan& plan) { return dynamic_cast<GpuPlan*>(plan.base()); }

@@ -10,9 +10,11 @@
 // made at init, a DeviceProblem for the six operands; optionally candidates()/select()/tune_key()
 // for autotune and read_intermediates()). They write C through output().
 //
-// Timing: seconds_per_call() times `iters` calls with one pair of CUDA events per call and writes
-// a buffer larger than the L2 cache between calls (outside the timed region), so every call
-// starts with cold caches like the bench mode's measurements; it returns the median call.
+// Timing (Plan::timed_calls, used by autotune and the bench through measure_calls): one pair of
+// CUDA events per call on stream(), around the outer plan's enqueue(), and a write of more than
+// the L2 size before each (outside the timed region), so every timed call starts from cold caches.
+// A batch is issued without host synchronization between its calls (so a call's launch overlaps
+// the flush before it, not the timed region), then synchronized once.
 #pragma once
 #include <cuda_fp16.h>
 
@@ -58,13 +60,10 @@ class GpuPlan : public Plan {
   void poison_output(uint16_t bits) override;
   // Synchronizes and copies C to the host.
   void read_output(uint16_t* c) override;
-  // CUDA-event time of `iters` calls of enqueue(), L2 flushed between calls (see header).
-  double seconds_per_call(int iters) override;
-
-  // The same measurement for any call sequence issued on stream() (the graph wrapper times its
-  // replays with it). Returns the median of the per-call event times, in seconds (a median, so
-  // that one disturbed call among the few autotune makes does not decide the winner).
-  double time_calls(int iters, const std::function<void()>& call);
+  // CUDA-event times of `n` calls of outer.enqueue(), L2 flushed before each (see header).
+  std::vector<double> timed_calls(Plan& outer, int n, const std::function<void(int)>& before) override;
+  // One event pair around `n` back-to-back calls of outer.enqueue() after one untimed call.
+  double back_to_back(Plan& outer, int n) override;
   // Enqueues a write of more than the L2 size on stream() (allocates its scratch on first use,
   // so never call it inside a capture).
   void flush_l2();

@@ -79,10 +79,6 @@ class GraphPlan final : public PlanWrapper {
     inner().select(index);
   }
 
-  double seconds_per_call(int iters) override {
-    return gpu_->time_calls(iters, [this] { enqueue(); });
-  }
-
  private:
   // Captures one call again and updates the executable graph's nodes from it (same topology,
   // new kernel arguments), or instantiates it anew when the update is refused.

@@ -14,7 +14,6 @@
 #include <string>
 #include <utility>
 
-#include "bench.hpp"
 #include "distributions.hpp"
 #include "errors.hpp"
 #include "faults.hpp"
@@ -143,65 +142,6 @@ TEST_CASE("reap_within: reaps an exited child, gives up on a live one within its
   CHECK(nvfp4::reap_within(int(slow), &status, 5.0));
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
-}
-
-namespace {
-// Runs `body` in a forked child with stdout to a pipe; returns (exit status, what it printed).
-template <class F>
-std::pair<int, std::string> in_child(F body) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    body();
-    std::fflush(stdout);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
-  close(fds[0]);
-  int status = 0;
-  REQUIRE(nvfp4::reap_within(int(pid), &status, 20.0));
-  return {status, out};
-}
-}  // namespace
-
-TEST_CASE("the bench watchdog ends a hung step with exit 1 and names it; steps in time pass") {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  const auto hung = in_child([] {
-    nvfp4::BenchWatchdog w(0.3);
-    w.step("512x4096x7168 fused: stage run (timed calls)");
-    sleep(10);  // the "hung" step: the watchdog must end the process long before this returns
-  });
-  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
-  CHECK(WIFEXITED(hung.first));
-  CHECK(WEXITSTATUS(hung.first) == 1);
-  CHECK(waited < 5.0);
-  CHECK(hung.second.find("TIMEOUT: 512x4096x7168 fused: stage run (timed calls) exceeded its "
-                         "budget of 0.3 s") != std::string::npos);
-
-  // Every step shorter than the budget, the whole run longer: no timeout; idle() disarms.
-  const auto fine = in_child([] {
-    nvfp4::BenchWatchdog w(0.5);
-    for (int i = 0; i < 5; ++i) {
-      w.step("step " + std::to_string(i));
-      usleep(200000);
-    }
-    w.idle();
-    usleep(800000);
-    std::printf("finished\n");
-  });
-  CHECK(WIFEXITED(fine.first));
-  CHECK(WEXITSTATUS(fine.first) == 0);
-  CHECK(fine.second == "finished\n");
 }
 
 TEST_CASE("lattice combinations come from the registry, never two variants") {

@@ -148,11 +148,12 @@ TEST_CASE("the harness never loads a module itself: --help, --backend cpu, and i
   close(fds[0]);
 }
 
-TEST_CASE("--bench with a gpu module that hangs at load: the bench child names the load and exits 1") {
+TEST_CASE("--bench with a gpu module that hangs at load: its load probe is a TIMEOUT in stage load, exit 1") {
   const TimedResult r = run_with_paths(faulty("hang"), {"--bench", "plain", "--budget-load", "2"}, 60);
   INFO(r.out);
   REQUIRE_FALSE(r.timed_out);
   CHECK(r.rc == 1);
-  CHECK(has(r.out, "TIMEOUT: loading the gpu paths"));
-  CHECK(has(r.out, "--budget-load"));
+  CHECK(has(r.out, "TIMEOUT: gpu plain"));
+  CHECK(has(r.out, "did not load"));
+  CHECK(has(r.out, "stage load exceeded its budget of 2.0 s"));
 }
