@@ -183,3 +183,27 @@ TEST_CASE("--bisect: the verdict and progress lines are one line even when an er
   CHECK_FALSE(has(r.out.substr(p, r.out.find('\n', p) - p), "second line"));
   CHECK(r.out.find("\nsecond line") == std::string::npos);
 }
+
+TEST_CASE("--plugin: --bench times the plugin's combinations like built-ins, each timed output checked") {
+  const std::string json = temp_dir() + "/bench.json";
+  const auto r = run_argv({"--plugin", kPlugin, "--bench", "plain,threads", "--bench-shapes", "33x65x160,64x128x256",
+                           "--bench-json", json},
+                          120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "result: 4 PASS -> exit 0"));
+  // Every trial ran stage time (its progress line lists it) and has a timing in the JSON.
+  for (const char* combo : {" plain ", " threads "})
+    for (const char* shape : {"33x65x160", "64x128x256"}) {
+      const std::string head = std::string("plugin:cpu-example") + combo + shape + " normal seed 1  PASS";
+      const size_t at = r.out.find(head);
+      REQUIRE(at != std::string::npos);
+      CHECK(r.out.find(" time ", at) < r.out.find('\n', at));
+    }
+  const std::string text = read_text(json);
+  size_t timings = 0;
+  for (size_t at = text.find("\"timing\""); at != std::string::npos; at = text.find("\"timing\"", at + 1)) ++timings;
+  CHECK(timings >= 4);
+  CHECK(has(text, "\"mode\":\"bench\""));
+}
