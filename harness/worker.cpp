@@ -468,24 +468,57 @@ void Worker::end() {
   pid_ = to_child_ = from_child_ = -1;
 }
 
+namespace {
+std::string idle_death(int pid, int status) {
+  return "the previous worker (pid " + std::to_string(pid) + ") died while idle (" +
+         (WIFSIGNALED(status) ? signal_text(WTERMSIG(status)) : "exit " + std::to_string(WEXITSTATUS(status))) +
+         "), after its last trial ended: this trial ran in a fresh worker";
+}
+}  // namespace
+
+void Worker::drop_dead(ChildReport& rep) {
+  int status = 0;
+  if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) != pid_) return;
+  // It died after its last trial ended (`end`) and before this one was handed to it: not this
+  // trial's doing. Said in the trial's notes; the trial runs in a fresh worker.
+  rep.notes.push_back(idle_death(pid_, status));
+  ::close(to_child_);
+  ::close(from_child_);
+  pid_ = to_child_ = from_child_ = -1;
+}
+
 ChildReport Worker::run(const TrialSpec& spec, const std::string& trial_dir) {
-  if (pid_ <= 0) start();
   ChildReport rep;
-  rep.pid = pid_;
+  drop_dead(rep);
+  if (pid_ <= 0) start();
   Conversation talk;
-  talk.t0 = first_ ? forked_ : Clock::now();  // a worker's start is its first trial's cost
-  first_ = false;
   const Budgets& b = spec.options.budget;
-  const std::string text = encode_trial(spec, child_fd_, trial_dir, false) + "\n";
-  bool sent = true;
-  for (size_t at = 0; at < text.size();) {
-    const ssize_t n = ::send(to_child_, text.data() + at, text.size() - at, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      sent = false;  // the worker is gone: its exit status says why
-      break;
+  auto send_spec = [&] {
+    rep.pid = pid_;
+    talk.t0 = first_ ? forked_ : Clock::now();  // a worker's start is its first trial's cost
+    first_ = false;
+    const std::string text = encode_trial(spec, child_fd_, trial_dir, false) + "\n";
+    for (size_t at = 0; at < text.size();) {
+      const ssize_t n = ::send(to_child_, text.data() + at, text.size() - at, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;  // the worker is gone: its exit status says why
+      at += size_t(n);
     }
-    at += size_t(n);
+    return true;
+  };
+  bool sent = send_spec();
+  if (!sent) {
+    // The spec could not even be handed over: the worker died while idle, after drop_dead looked.
+    // Reap it and hand the trial to a fresh worker, once.
+    int st = 0;
+    if (reap_within(pid_, &st, 10.0)) {
+      rep.notes.push_back(idle_death(pid_, st));
+      ::close(to_child_);
+      ::close(from_child_);
+      pid_ = to_child_ = from_child_ = -1;
+      start();
+      sent = send_spec();
+    }
   }
   if (sent) converse(from_child_, pid_, b, pending_, rep, talk);
   else talk.end_of_talk = Clock::now();

@@ -72,6 +72,8 @@ class Worker {
 
  private:
   void start();
+  // Reaps a worker that died while idle (between trials), with a note in `rep`.
+  void drop_dead(ChildReport& rep);
   std::string exe_, dir_;
   EnvOverrides env_;
   int pid_ = -1, to_child_ = -1, from_child_ = -1;

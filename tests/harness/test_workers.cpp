@@ -4,6 +4,8 @@
 // with what one process per trial gives); progress stays in list order with several slots; each
 // slot's child sees its GPU; references are computed once per (case, set).
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "harness_cli.hpp"
 #include "json_read.hpp"
 #include "pool.hpp"
+#include "worker.hpp"
 
 using namespace nvfp4;
 using harness_cli::has;
@@ -263,4 +266,34 @@ TEST_CASE("prefetch: every (case, set) once, in parallel, within the byte budget
   CHECK(small.computed() == 3);
   small.get(cases[1]);
   CHECK(small.computed() == 4);
+}
+
+TEST_CASE("a worker that dies between trials is not blamed on the next trial: it runs in a fresh worker") {
+  const std::string dir = harness_cli::temp_dir();
+  Worker w(harness_cli::harness_bin(), dir, EnvOverrides{});
+  TrialSpec t;
+  t.backend = "cpu";
+  t.combo = Combo::parse("plain");
+  t.c.shape = Shape::parse("7x13x48");
+  t.c.dist = "normal";
+  t.c.seed = 7;
+  auto trial_dir = [&](int i) {
+    const std::string d = dir + "/t" + std::to_string(i);
+    std::filesystem::create_directories(d);
+    return d;
+  };
+  const ChildReport first = w.run(t, trial_dir(0));
+  REQUIRE(first.outcome == Outcome::Pass);
+  REQUIRE(w.running());
+  // The idle worker dies (the OOM killer, a stray thread of a path): the next trial still passes.
+  REQUIRE(kill(first.pid, SIGKILL) == 0);
+  usleep(200 * 1000);
+  const ChildReport second = w.run(t, trial_dir(1));
+  INFO(second.message);
+  CHECK(second.outcome == Outcome::Pass);
+  CHECK(second.pid != first.pid);
+  CHECK(w.started() == 2);
+  bool noted = false;
+  for (const auto& n : second.notes) noted |= has(n, "died while idle (SIGKILL)");
+  CHECK(noted);
 }
