@@ -34,7 +34,7 @@ std::vector<std::string> chosen_backends(const std::vector<std::string>& names, 
 
 void load_builtins(std::vector<std::string>& backends, const std::vector<std::string>& builtins,
                    const TrialOptions& opt, const SuiteFilter& filter, std::vector<TrialResult>& failed,
-                   std::map<std::string, ChildReport>& loaded) {
+                   std::map<std::string, ChildReport>& loaded, const EnvOverrides& env) {
   std::vector<std::string> todo;
   for (const auto& b : backends)
     if (std::find(builtins.begin(), builtins.end(), b) != builtins.end()) todo.push_back(b);
@@ -46,7 +46,7 @@ void load_builtins(std::vector<std::string>& backends, const std::vector<std::st
     threads.emplace_back([&, i] {
       try {
         TrialRunner runner;
-        reports[i] = runner.probe(todo[i], opt);
+        reports[i] = runner.probe(todo[i], opt, env);
       } catch (const std::exception& e) {
         reports[i].outcome = Outcome::Error;
         reports[i].stage = "load";

@@ -21,8 +21,10 @@ std::vector<std::string> chosen_backends(const std::vector<std::string>& names, 
 // goes to `loaded`; a module that does not load (TIMEOUT, CRASH, ERROR in stage load, or no manifest)
 // is that probe's result in `failed`, and leaves `backends`. Prints a line only while a load takes
 // longer than a second.
+// `env`: the first slot's environment (RunPolicy::env(0)), so availability is about the devices
+// the trials will use.
 void load_builtins(std::vector<std::string>& backends, const std::vector<std::string>& builtins,
                    const TrialOptions& opt, const SuiteFilter& filter, std::vector<TrialResult>& failed,
-                   std::map<std::string, ChildReport>& loaded);
+                   std::map<std::string, ChildReport>& loaded, const EnvOverrides& env);
 
 }  // namespace nvfp4

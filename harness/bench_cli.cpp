@@ -309,7 +309,15 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
 
   Session session(opt, program, &std::cout);
   RunPolicy policy = cli::run_policy(vm);
-  if (policy.gpus.empty()) policy.jobs = 1;  // timed trials side by side on one device would time each other
+  // Timed trials side by side would time each other: one at a time, except gpu trials on GPUs of
+  // their own (--gpus, one slot per GPU).
+  bool all_gpu = !backends.empty();
+  for (const auto& b : backends) all_gpu &= b == "gpu";
+  const bool own_devices = all_gpu && !policy.gpus.empty();
+  if (vm.count("jobs") && policy.jobs > 1 && !own_devices)
+    throw InputError("--jobs with --bench: timed trials side by side would time each other (give the gpu "
+                     "backend --gpus LIST: one slot per GPU)");
+  policy.jobs = own_devices ? int(policy.gpus.size()) : 1;
   session.set_policy(policy);
   session.expect(backends.size() * combos.size() * cases.size());
   std::cout << "bench: " << combos.size() << " combination(s) x " << cases.size() << " shape(s) on";

@@ -1,6 +1,7 @@
 // compare.cpp — the derived tolerance and the per-trial metrics (see compare.hpp for the formulas).
 #include "compare.hpp"
 
+#include <system_error>
 #include <thread>
 
 #include <algorithm>
@@ -323,12 +324,22 @@ Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(cores, total / min_part));
   std::vector<Part> part(static_cast<size_t>(parts));
   {
+    // A range whose thread cannot be started (the process's thread limit) is scanned here.
     std::vector<std::thread> threads;
+    std::vector<int64_t> here;
     for (int64_t t = 0; t < parts; ++t) {
       const int64_t lo = total * t / parts, hi = total * (t + 1) / parts;
-      if (t + 1 == parts) scan(lo, hi, part[size_t(t)]);
-      else threads.emplace_back(scan, lo, hi, std::ref(part[size_t(t)]));
+      if (t + 1 == parts) {
+        here.push_back(t);
+        continue;
+      }
+      try {
+        threads.emplace_back(scan, lo, hi, std::ref(part[size_t(t)]));
+      } catch (const std::system_error&) {
+        here.push_back(t);
+      }
     }
+    for (int64_t t : here) scan(total * t / parts, total * (t + 1) / parts, part[size_t(t)]);
     for (auto& th : threads) th.join();
   }
   std::vector<double> excess;

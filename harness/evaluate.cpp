@@ -1,9 +1,12 @@
 // evaluate.cpp — a child's report turned into a trial result: every checked call against the exact
 // reference of its own input set, both criteria (compare.hpp), and the stale-output diagnosis (a
 // failing output that matches another set's reference). See trial.hpp, evaluate_trial.
+#include <algorithm>
 #include <future>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "trial.hpp"
@@ -105,15 +108,23 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   std::vector<int> failing;
   std::vector<std::shared_ptr<const CaseInfo>> infos;
   for (int i = 0; i < calls; ++i) infos.push_back(cache.get(spec.c, checked_call_set(i + 1), mode));
-  // The calls' comparisons are independent: one thread each (a large output takes a while).
+  // The calls' comparisons are independent: one thread each (a large output takes a while), each
+  // scanning its output on its share of the cores. When no thread can be started, the comparison
+  // runs here (std::launch::deferred).
+  const int share = std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / std::max(1, calls));
   std::vector<std::future<Comparison>> compared;
   for (int i = 0; i < calls; ++i) {
     const bool mid = child.have_intermediates && i == calls - 1;
-    compared.push_back(std::async(std::launch::async, [&, i, mid] {
+    auto work = [&, i, mid] {
       const CaseInfo& info = *infos[size_t(i)];
       return compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
-                            mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1);
-    }));
+                            mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1, share);
+    };
+    try {
+      compared.push_back(std::async(std::launch::async, work));
+    } catch (const std::system_error&) {
+      compared.push_back(std::async(std::launch::deferred, work));
+    }
   }
   for (int i = 0; i < calls; ++i) {
     const int set = checked_call_set(i + 1);

@@ -43,7 +43,7 @@ const BackendStatus& Session::probe(const std::string& backend) {
   if (it != backends_.end() && it->second.probed) return it->second;
   auto known = probes_.find(backend);
   if (known != probes_.end()) return probe_result(backend, known->second);
-  return probe_result(backend, runner_.probe(backend, options_));
+  return probe_result(backend, runner_.probe(backend, options_, policy_.env(0)));
 }
 
 void Session::adopt_probe(const std::string& backend, ChildReport report) {

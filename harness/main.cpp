@@ -387,7 +387,8 @@ int run(int argc, char** argv) {
   // a --check or a --save-output of the reference never starts a load probe.
   const bool runs_paths = verify || bisecting || benching || vm.count("list") || (vm.count("inputs") && path_mode);
   std::map<std::string, ChildReport> load_probes;
-  if (runs_paths) load_builtins(backends, builtins, opt, filter, failed_loads, load_probes);
+  const RunPolicy policy = cli::run_policy(vm);
+  if (runs_paths) load_builtins(backends, builtins, opt, filter, failed_loads, load_probes, policy.env(0));
   opt.faults = cli::faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
   if (benching) {
     for (const char* mode : {"verify", "inputs"})
@@ -423,7 +424,7 @@ int run(int argc, char** argv) {
     throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
   }
   Session session(opt, argv[0], &std::cout);
-  session.set_policy(cli::run_policy(vm));
+  session.set_policy(policy);
   for (const auto& [b, rep] : load_probes) session.adopt_probe(b, rep);
   const bool load_failed = !failed_loads.empty();
   for (auto& r : failed_loads) session.record(std::move(r));

@@ -199,6 +199,17 @@ void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>
   };
   const int n = std::max(1, std::min(policy_.jobs, int(units.size())));
   std::vector<std::thread> threads;
+  // Whatever leaves this function (an exception in the loop below, or a thread that cannot be
+  // started), the slots are told to stop and joined first: a joinable std::thread must not be destroyed.
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    std::atomic<bool>& stop;
+    ~JoinAll() {
+      stop = true;
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join_all{threads, stop};
   for (int k = 0; k < n; ++k) threads.emplace_back(slot_body, k);
 
   // Recorded and printed in the order of `specs`, as each one's turn comes.

@@ -211,7 +211,7 @@ TrialRunner::~TrialRunner() {
   std::filesystem::remove_all(tmp_, ec);
 }
 
-ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& options) {
+ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& options, const EnvOverrides& env) {
   const External* ext = options.external(backend);
   if (ext && ext->kind == External::Submission) {
     ChildReport rep;
@@ -225,7 +225,7 @@ ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& o
   t.options.faults.clear();
   t.c.shape = Shape{1, 1, 16, 1};
   t.c.dist = "ones";
-  return run_child(t, true);
+  return run_child(t, true, env);
 }
 
 ChildReport TrialRunner::load_probe(const std::string& plugin, const TrialOptions& options) {

@@ -197,7 +197,9 @@ class TrialRunner {
   const std::string& exe() const { return exe_; }
   // A probe child: does Backend::available() say yes? (outcome SKIP with the reason if not.)
   // (A submission backend is not probed: its trials SKIP with the driver's reason.)
-  ChildReport probe(const std::string& backend, const TrialOptions& options);
+  // `env`: the slots' environment (the first slot's CUDA_VISIBLE_DEVICES under --gpus), so that the
+  // answer is about the devices the trials will use.
+  ChildReport probe(const std::string& backend, const TrialOptions& options, const EnvOverrides& env = {});
   // A load probe: a child that loads the plugin library in stage load and reports its manifest.
   ChildReport load_probe(const std::string& plugin, const TrialOptions& options);
   // The whole trial: child, then comparison of every call against the cached reference.
