@@ -30,6 +30,7 @@
 #include "modules.hpp"
 #include "report.hpp"
 #include "user_file.hpp"
+#include "worker.hpp"
 
 namespace po = boost::program_options;
 
@@ -200,36 +201,28 @@ Extras run_extras(const BenchExtrasRequest& rq, double budget_s, const std::stri
                                    std::to_string(rq.seed), num_text(rq.rule.rse), num_text(rq.rule.max_time_s),
                                    std::to_string(rq.rule.min_reps), std::to_string(rq.rule.max_reps),
                                    std::to_string(rq.peak_size), rq.yardstick ? "1" : "0", rq.parts ? "1" : "0"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    if (log_fd >= 0) {
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
+  int pid = -1;
+  try {
+    pid = spawn_child(args, {}, null_fd, log_fd, -1);
+  } catch (...) {
+    if (log_fd >= 0) ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    throw;
   }
-  setpgid(pid, pid);
   if (log_fd >= 0) ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
   int status = 0;
-  const auto t0 = Clock::now();
-  if (!reap_within(int(pid), &status, budget_s)) {
+  if (!reap_within(pid, &status, budget_s)) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
-    reap_within(int(pid), &status, kReapSeconds);
+    reap_within(pid, &status, kReapSeconds);
     ex.failure = "TIMEOUT: the GPU extras child exceeded --bench-budget " + fmt("%.1f", budget_s) +
                  " s; process group killed";
     return ex;
   }
-  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  (void)took;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 125) {
     ex.ran = false;  // no CUDA paths in this build: nothing to report
     return ex;
@@ -333,10 +326,8 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
   const auto gpu = session.backends().find("gpu");
   const bool yard = !vm["bench-no-yardstick"].as<bool>();
   const int peak_size = vm["bench-peak-size"].as<int>();
-  std::string tmp;
   if (any_gpu && gpu != session.backends().end() && gpu->second.available && (yard || peak_size > 0)) {
-    tmp = std::filesystem::temp_directory_path() / ("nvfp4-bench-" + std::to_string(getpid()));
-    std::filesystem::create_directories(tmp);
+    const std::string tmp = session.new_dir();  // private, removed with the session
     BenchExtrasRequest rq;
     rq.out = tmp + "/extras.json";
     rq.shapes = vm["bench-shapes"].as<std::string>();
@@ -485,10 +476,6 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
       write_html(f, {report}, {path});
       if (!f) throw InputError("cannot write " + vm["html"].as<std::string>());
     }
-  }
-  if (!tmp.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(tmp, ec);
   }
   return code;
 }

@@ -40,6 +40,8 @@ class Session {
           std::string exe = "/proc/self/exe");
 
   const TrialOptions& options() const { return options_; }
+  // A new private directory in the session's (removed with the session).
+  std::string new_dir() { return runner_.new_dir(); }
   const std::string& program() const { return program_; }
   // Spawns one probe child per backend (cached): is the backend available here?
   const BackendStatus& probe(const std::string& backend);

@@ -154,7 +154,7 @@ int spawn(std::vector<std::string>& args, std::vector<std::string>& env, int in_
       dup2(log_fd, 1);
       dup2(log_fd, 2);
     }
-    fcntl(keep_fd, F_SETFD, 0);  // the report pipe's write end survives exec
+    if (keep_fd >= 0) fcntl(keep_fd, F_SETFD, 0);  // the report pipe's write end survives exec
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
@@ -163,6 +163,11 @@ int spawn(std::vector<std::string>& args, std::vector<std::string>& env, int in_
 }
 
 }  // namespace
+
+int spawn_child(std::vector<std::string> args, const EnvOverrides& env, int in_fd, int log_fd, int keep_fd) {
+  std::vector<std::string> environment = child_environment(env);
+  return spawn(args, environment, in_fd, log_fd, keep_fd);
+}
 
 std::vector<std::string> child_environment(const EnvOverrides& extra) {
   std::vector<std::string> env;
