@@ -369,7 +369,7 @@ void bench_section(std::ostream& os, const JsonValue& r, const std::string& sour
     const std::string shape = s.str_or("shape", "?");
     const double floor_us = shape_flops(shape) / (peak * 1e12) * 1e6;
     std::vector<BenchBar> bars;
-    double yard_us = NAN;  // the last yardstick row that passed: the graph-replayed one (bench.cpp)
+    double yard_us = NAN;  // the last yardstick row that passed: the graph-replayed one (optimized/gpu/bench.cpp)
     std::string table =
         "<table class=\"data\"><tr><th>row</th><th>combination</th><th>outcome</th><th>median us</th><th>min us</th>"
         "<th>rse</th><th>reps</th><th>b2b us</th><th>TFLOP/s</th><th>% peak</th><th>x yardstick</th>"

@@ -16,7 +16,7 @@
 //     without changes here;
 //   - every trial's stages on one time scale, slowest first;
 //   - the cases (shape, degeneracy, warnings, reference time).
-// A bench report (bench.cpp --bench-json) gives, per shape, the medians as bars beside the
+// A bench report (bench_cli.cpp, --bench-json) gives, per shape, the medians as bars beside the
 // tensor-core floor (4*M*N*K*L / the bf16 peak measured in the same run), the yardstick and the
 // quoted torch.compile time, and the table of its numbers.
 //

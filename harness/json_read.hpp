@@ -1,5 +1,5 @@
 // json_read.hpp — a minimal JSON reader for the harness's own reports: the verify/bisect report
-// (report.cpp write_json) and the bench report (bench.cpp), so that the JUnit and HTML writers
+// (report.cpp write_json) and the bench report (bench_cli.cpp), so that the JUnit and HTML writers
 // (junit.hpp, html_report.hpp) take a report as their input whether it was written by this run or
 // read back from a file. No dependency.
 //
@@ -74,7 +74,7 @@ JsonValue read_json_file(const std::string& path);
 
 // ---- the harness's report format (report.cpp write_json) ----
 
-// True for a bench report (bench.cpp: "mode": "bench"); the others are verify/bisect reports.
+// True for a bench report (bench_cli.cpp: "mode": "bench"); the others are verify/bisect reports.
 bool is_bench_report(const JsonValue& report);
 // A trial's case as CaseSpec::name() writes it ("33x65x160 edge seed 7", "case dir DIR"), from the
 // trial's "case" object (its "name" when the report carries one).

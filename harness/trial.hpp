@@ -1,14 +1,15 @@
-// trial.hpp — one trial in one child process, with stage watchdogs (docs/design.md §3).
+// trial.hpp — one trial in a child process, with stage watchdogs (docs/design.md §3, §4.2).
 //
 // A trial is (backend, combination, case, options). The parent (TrialRunner) fork+execs its own
-// binary (/proc/self/exe) as `harness --child-trial SPEC`; the child puts itself in its own process
-// group, runs the stages and reports over a pipe, one line per message:
+// binary (/proc/self/exe) as `harness --child-trial SPEC`, or hands SPEC to a worker child that runs
+// one combination's trials in a row (`harness --child-worker`, worker.hpp; the default); the child
+// puts itself in its own process group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
 //   | output CALL SET | intermediates | available | manifest FIELDS... | device TEXT
 //   | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS | timed-output INDEX SET | done
 // (device: the CUDA_VISIBLE_DEVICES the child runs with, when set; a worker adds `end`: worker.hpp).
-// Stages: load (only for a plugin: the library is loaded and registered here, so its load-time
-// work, hang or crash is this child's), setup (the harness builds the inputs; checks availability and support), init
+// Stages: load (the backend's module, or the plugin library, is loaded and registered here, so
+// its load-time work, hang or crash is this child's; a worker loads once, in its first trial), setup (the harness builds the inputs; checks availability and support), init
 // (build_plan), tune (only when the combination adds it), warmup (N eager calls), capture (only
 // when the combination adds it), run (R checked calls), time (bench mode only, see below), teardown
 // (the plan is destroyed).

@@ -4,7 +4,8 @@
 // encoding trial.cpp.
 //
 // Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline. Files in the trial
-// directory: out<i>.f16 (checked call i+1's output), g.f32/u.f32 (the last call's intermediates).
+// directory: out<i>.f16 (checked call i+1's output), g.f32/u.f32 (the last call's intermediates),
+// timed<i>.f16 (stage time's checked outputs, bench trials only).
 #include "trial.hpp"
 
 #include <fcntl.h>
@@ -135,7 +136,7 @@ void time_stage(Channel& ch, const TrialSpec& t, Plan& plan, const std::vector<P
   // Back-to-back: enough calls for about 20 ms (at least 10, at most 2000), on the set after the
   // last timed call's, so its output is not left over from the timed calls.
   const int b2b_set = set_of(f.t.reps);
-  f.b2b_calls = std::max(10, std::min(2000, int(0.02 / f.t.median)));
+  f.b2b_calls = back_to_back_calls(f.t.median);
   plan.set_inputs(sets[size_t(b2b_set)], o.fresh);
   f.b2b = plan.back_to_back(plan, f.b2b_calls);
   send_output(1, b2b_set);

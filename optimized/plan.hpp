@@ -176,6 +176,14 @@ inline double median_rse(const std::vector<double>& v, double med) {
   return 1.2533 * 1.4826 * median_of(dev) / std::sqrt(double(v.size())) / med;
 }
 
+// How many back-to-back calls the "b2b" figure times: about 20 ms of calls at the measured median,
+// at least 10 and at most 2000 (the bench trials' stage time and the GPU extras use the same count).
+inline int back_to_back_calls(double median_s) {
+  if (!(median_s > 0)) return 2000;
+  const double n = 0.02 / median_s;
+  return n < 10 ? 10 : n > 2000 ? 2000 : int(n);
+}
+
 // Times calls of `plan` (Plan::timed_calls; call i gets before(i) first) under `rule`.
 inline Timing measure_calls(Plan& plan, const TimingRule& rule, const std::function<void(int)>& before = nullptr) {
   const int min_reps = std::max(1, rule.min_reps), max_reps = std::max(min_reps, rule.max_reps);

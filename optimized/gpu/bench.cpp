@@ -47,7 +47,7 @@ struct Row {
 // input rotation: these are not checked paths).
 void time_row(Plan& plan, const TimingRule& rule, Row& r) {
   r.t = measure_calls(plan, rule);
-  const int n = std::max(10, std::min(2000, int(0.02 / r.t.median)));
+  const int n = back_to_back_calls(r.t.median);
   r.b2b = plan.back_to_back(plan, n);
 }
 

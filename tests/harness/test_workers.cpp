@@ -184,6 +184,21 @@ TEST_CASE("overhead: per trial wall minus its stages, and the total in the summa
     total += o;
   }
   CHECK(rep.number_or("overhead_s", -1) == doctest::Approx(total));
+  // What it measures: a worker's start counts in its first trial only, so with one process per
+  // trial the same trials spend more outside their stages (a process start each) than with workers
+  // (one start per combination: here one, for three trials).
+  auto total_overhead = [&](const std::string& isolate) {
+    const std::string j = harness_cli::temp_dir() + "/o.json";
+    run("--verify plain" + kThree + "--isolate " + isolate + " --json " + j);
+    const JsonValue v = JsonValue::parse(read_text(j));
+    double first = 0, later = 0;
+    int n = 0;
+    for (const auto& t : v.at("trials").items()) (n++ == 0 ? first : later) += t.number_or("overhead_s", 0);
+    return std::make_pair(first, later);
+  };
+  const auto worker = total_overhead("worker"), trial = total_overhead("trial");
+  INFO("worker first/later " << worker.first << "/" << worker.second << ", trial " << trial.first << "/" << trial.second);
+  CHECK(trial.second > worker.second);  // two process starts against none
 }
 
 TEST_CASE("run policy parsing: GPU lists, ctest resource groups, /proc counting, work units") {

@@ -3,7 +3,7 @@
 // libnvfp4_paths_gpu.so into a test paths folder next to the real cpu module
 // (tests/plugin/CMakeLists.txt), one folder per defect:
 //   FAULTY_LOAD_HANG   a static initializer that never returns (a hang at load)
-//   FAULTY_LOAD_CRASH  a static initializer that dereferences null (a crash at load)
+//   FAULTY_LOAD_CRASH  a static initializer that raises SIGSEGV (a crash at load)
 //   FAULTY_LOAD_SLOW   a static initializer that works for 3 s, then registers nothing
 // test_builtin_load.cpp asserts that the harness starts at once, the cpu backend still runs, and
 // the gpu backend's load is TIMEOUT, CRASH or ERROR in stage load.
