@@ -21,12 +21,22 @@
 #pragma once
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "trial.hpp"
 
 namespace nvfp4 {
+
+// The non-empty items of a comma-separated list (--bench-shapes), for the parent and the extras child.
+inline std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
 
 // Bench-only options (shapes, stopping rule, JSON path, extras).
 boost::program_options::options_description bench_options();

@@ -66,14 +66,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::string fmt(const char* f, double v) {
   if (!std::isfinite(v)) return "-";
   char buf[64];

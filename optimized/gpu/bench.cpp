@@ -64,14 +64,6 @@ void row_json(JsonWriter& j, const Row& r) {
   j.end_object();
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // The yardstick rows (eager, graph) of one shape.
 void yardstick(const Problem& p, const ReferenceResult& ref, const TimingRule& rule, Row& eager, Row& graph) {
   eager.combo = "cublasLt-gemm-alone";
