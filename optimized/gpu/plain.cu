@@ -20,7 +20,7 @@
 // with its block scales to cuBLASLt's native block-scaled FP4 GEMM (CUDA_R_4F_E2M1 with
 // CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3; scales converted at init to the 128x4 blocked layout)
 // and keeps the same epilogue; when cuBLASLt offers no algorithm it falls back to the decode path.
-// UNTESTED: no Blackwell GPU was available to this project (RESULTS-GPU.md).
+// UNTESTED: no Blackwell GPU was available to this project (docs/gpu-target.md).
 // New inputs (set_inputs) go into the same buffers: A and SFA as they are (and converted into the
 // same blocked-scale buffer on the FP4 path); with InputSet::All, B1 and B2 are decoded again into
 // the same Bcat and the alphas replaced; the parts below redo their init-time work as well.
