@@ -64,8 +64,6 @@ po::options_description bench_options() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 std::string fmt(const char* f, double v) {
   if (!std::isfinite(v)) return "-";
   char buf[64];

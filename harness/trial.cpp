@@ -211,6 +211,18 @@ TrialRunner::~TrialRunner() {
   std::filesystem::remove_all(tmp_, ec);
 }
 
+namespace {
+// A probe child's spec: no faults, the smallest case (a probe builds no plan).
+TrialSpec probe_spec(const TrialOptions& options) {
+  TrialSpec t;
+  t.options = options;
+  t.options.faults.clear();
+  t.c.shape = Shape{1, 1, 16, 1};
+  t.c.dist = "ones";
+  return t;
+}
+}  // namespace
+
 ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& options, const EnvOverrides& env) {
   const External* ext = options.external(backend);
   if (ext && ext->kind == External::Submission) {
@@ -219,22 +231,14 @@ ChildReport TrialRunner::probe(const std::string& backend, const TrialOptions& o
     rep.available = true;
     return rep;
   }
-  TrialSpec t;
+  TrialSpec t = probe_spec(options);
   t.backend = backend;
-  t.options = options;
-  t.options.faults.clear();
-  t.c.shape = Shape{1, 1, 16, 1};
-  t.c.dist = "ones";
   return run_child(t, true, env);
 }
 
 ChildReport TrialRunner::load_probe(const std::string& plugin, const TrialOptions& options) {
-  TrialSpec t;
+  TrialSpec t = probe_spec(options);
   t.plugin = plugin;
-  t.options = options;
-  t.options.faults.clear();
-  t.c.shape = Shape{1, 1, 16, 1};
-  t.c.dist = "ones";
   return run_child(t, true);
 }
 
