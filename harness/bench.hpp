@@ -22,6 +22,7 @@
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <sstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,10 @@ constexpr const char* kBenchExtrasEntry = "nvfp4_gpu_bench_extras";
 // The parent: bench mode on `backends` with the trial options of the command line (`opt`);
 // prints the progress, the bench table and the summary, writes --bench-json and --html. Returns
 // the exit code (0 pass, 1 a verification failure, 125 nothing timed).
+// `probes`: the backends' load-probe reports (backends.hpp), adopted by the bench's session.
 int bench_mode(const boost::program_options::variables_map& vm, TrialOptions opt,
-               const std::vector<std::string>& backends, const std::string& program, const std::string& command);
+               const std::vector<std::string>& backends, const std::string& program, const std::string& command,
+               const std::map<std::string, ChildReport>& probes = {});
 
 // The extras child: `harness --child-bench FIELDS...` (argv after --child-bench). Returns the
 // exit code (0, 1 the module failed to load, 2 bad fields, 125 no gpu module with CUDA paths).

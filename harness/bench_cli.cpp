@@ -261,7 +261,8 @@ void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, co
 }  // namespace
 
 int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<std::string>& backends,
-               const std::string& program, const std::string& command) {
+               const std::string& program, const std::string& command,
+               const std::map<std::string, ChildReport>& probes) {
   if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
   if (vm.count("submission")) throw InputError("--bench times the harness's own trial children; not with --submission");
   std::vector<Combo> combos;
@@ -291,6 +292,7 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
     throw InputError("--bench-budget and --budget-time must be positive numbers of seconds");
 
   Session session(opt, program, &std::cout);
+  for (const auto& [b, rep] : probes) session.adopt_probe(b, rep);
   RunPolicy policy = cli::run_policy(vm);
   // Timed trials side by side would time each other: one at a time, except gpu trials on GPUs of
   // their own (--gpus, one slot per GPU).

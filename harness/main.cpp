@@ -398,7 +398,7 @@ int run(int argc, char** argv) {
         std::cout << outcome_name(r.outcome) << ": " << trial_name(r.spec) << ": " << r.message << "\n";
       return 1;
     }
-    return bench_mode(vm, opt, backends, argv[0], command);
+    return bench_mode(vm, opt, backends, argv[0], command, load_probes);
   }
   if (!opt.faults.empty() && vm.count("submission"))
     throw InputError("--inject: fault drills run in the harness's own children; submission_driver.py has none");
