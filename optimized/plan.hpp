@@ -21,9 +21,46 @@
 
 namespace nvfp4 {
 
-// Time: the bench's timed steady state after run (docs/design.md §4.1); no optimization adds it.
-enum class Stage { Init, Tune, Warmup, Capture, Run, Time };
-const char* stage_name(Stage s);  // "init", "tune", "warmup", "capture", "run", "time"
+// The stages of a trial, in the order they run (docs/design.md §3). kStages is the one table of
+// them: the CLI's --budget-* options, their range checks, the report's budgets, the watchdog, the
+// fault drills and the child's pipeline all iterate it, so a stage cannot be known to one and not
+// another. Load, setup and teardown belong to the harness's child around the path; tune and
+// capture run only when an optimization adds them; time only in bench mode (§4.1).
+enum class Stage { Load, Setup, Init, Tune, Warmup, Capture, Run, Time, Teardown };
+
+struct StageInfo {
+  Stage id;
+  const char* name;
+  double default_budget;  // seconds; 0 where the stage has no budget of its own (see budget_of)
+  Stage budget_of;        // whose budget watches it: itself, or init for setup and teardown
+  bool drills;            // fault drills (--inject FAULT@STAGE) can fire in it
+  const char* help;
+};
+
+inline constexpr StageInfo kStages[] = {
+    {Stage::Load, "load", 30, Stage::Load, false,
+     "the path's code loaded in the child: a built-in module, a plugin library, a submission's import"},
+    {Stage::Setup, "setup", 0, Stage::Init, false, "the harness's own input building and support checks"},
+    {Stage::Init, "init", 60, Stage::Init, true, "plan construction: allocations, handles, uploads"},
+    {Stage::Tune, "tune", 30, Stage::Tune, true, "autotune: candidate configurations timed"},
+    {Stage::Warmup, "warmup", 30, Stage::Warmup, true, "the eager calls before the checked ones"},
+    {Stage::Capture, "capture", 30, Stage::Capture, true, "graph capture and instantiation"},
+    {Stage::Run, "run", 60, Stage::Run, true, "the checked calls"},
+    {Stage::Time, "time", 60, Stage::Time, true, "bench mode: the timed steady state"},
+    {Stage::Teardown, "teardown", 0, Stage::Init, false, "the plan destroyed"},
+};
+inline constexpr int kStageCount = int(sizeof(kStages) / sizeof(kStages[0]));
+
+inline const StageInfo& stage_info(Stage s) { return kStages[int(s)]; }
+inline const char* stage_name(Stage s) { return stage_info(s).name; }
+// Whether `s` is watched by a budget of its own (--budget-NAME).
+inline bool has_own_budget(Stage s) { return stage_info(s).budget_of == s; }
+// The stage called `name`, or nullptr: an unknown name is the caller's error, never a fallback.
+inline const StageInfo* find_stage(const std::string& name) {
+  for (const auto& s : kStages)
+    if (name == s.name) return &s;
+  return nullptr;
+}
 
 // A support check's answer: ok, or the reason it is not supported (the trial is then SKIP).
 struct Support {

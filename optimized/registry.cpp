@@ -9,17 +9,12 @@
 
 namespace nvfp4 {
 
-const char* stage_name(Stage s) {
-  switch (s) {
-    case Stage::Init: return "init";
-    case Stage::Tune: return "tune";
-    case Stage::Warmup: return "warmup";
-    case Stage::Capture: return "capture";
-    case Stage::Run: return "run";
-    case Stage::Time: return "time";
-  }
-  return "?";
-}
+// kStages is indexed by Stage: each row sits at its enumerator's position.
+static_assert([] {
+  for (int i = 0; i < kStageCount; ++i)
+    if (int(kStages[i].id) != i) return false;
+  return true;
+}(), "kStages must list the stages in enum order");
 
 Combo Combo::parse(const std::string& text) {
   Combo c;

@@ -9,7 +9,7 @@
 // -0, which is also what the exact value rounds to in fp16; NaN propagates.
 //
 // `Divide` is the division policy: IeeeDivide (the default) is the correctly rounded x / d. A GPU
-// kernel may pass its own policy for speed (optimized/gpu/fused/epilogue.cuh); the rest of the
+// kernel may pass its own policy for speed (optimized/gpu/fused/v5_epilogue.cuh); the rest of the
 // arithmetic stays this function's.
 //
 // Usable from host and device code: under nvcc the functions are __host__ __device__ (NVFP4_HD);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs examples/origin_story/submission.py through harness/submission_driver.py once per toggle
+"""Runs examples/origin_story/submission.py through harness/backends/submission_driver.py once per toggle
 combination given on the command line, on a small two-batch case with new activations before the
 second checked call, and checks both outputs against an exact float64 computation (the helpers of
 tests/python_driver). A quick check on a GPU machine with PyTorch before the harness runs it:

@@ -1,5 +1,5 @@
 """The origin story's submission, replayable: the NVFP4 dual GEMM in PyTorch on an H100, in GPU
-MODE's convention custom_kernel(data) -> output (data as harness/submission_driver.py describes it:
+MODE's convention custom_kernel(data) -> output (data as harness/backends/submission_driver.py describes it:
 a, b1, b2 float4_e2m1fn_x2 (rows, K/2, L); sfa, sfb1, sfb2 float8_e4m3fn (rows, K/16, L); the tiled
 scale copies, unused here; c float16 (M, N, L)).
 

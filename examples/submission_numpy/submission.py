@@ -1,6 +1,6 @@
 """A plain-numpy submission in GPU MODE's convention, custom_kernel(data) -> output, on the CPU.
 
-It is what CI runs through harness/submission_driver.py (no torch, no GPU there), and the smallest
+It is what CI runs through harness/backends/submission_driver.py (no torch, no GPU there), and the smallest
 template of a submission: `data` is the ten-tuple the driver's header describes, here as numpy
 views (NVFP4_DATA = "numpy"): a, b1, b2 uint8 (rows, K/2, L) with element 2j in the low nibble of
 byte j; sfa, sfb1, sfb2 uint8 E4M3FN (rows, K/16, L); the tiled scale copies (unused here); c

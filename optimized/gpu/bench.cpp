@@ -1,4 +1,4 @@
-// bench.cpp — the bench mode's GPU extras (harness/bench.hpp): the measurements that are not paths,
+// bench.cpp — the bench mode's GPU extras (harness/cli/bench.hpp): the measurements that are not paths,
 // so not bench trials. Part of the gpu backend's module; the harness's extras child calls
 // nvfp4_gpu_bench_extras, which writes one JSON file the parent merges into the bench table:
 //   device     the device, driver, runtime and cuBLASLt versions; context_s (context creation)
@@ -196,7 +196,7 @@ int run_extras(const BenchExtrasRequest& rq) {
 }  // namespace
 }  // namespace nvfp4
 
-// The module's extras entry point (harness/bench.hpp): looked up by name in the extras child.
+// The module's extras entry point (harness/cli/bench.hpp): looked up by name in the extras child.
 extern "C" int nvfp4_gpu_bench_extras(const nvfp4::BenchExtrasRequest* request) {
   try {
     return nvfp4::run_extras(*request);

@@ -127,7 +127,20 @@ inline bool device_available(std::string* why) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
-    if (why) *why = std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
+    // The runtime reports a missing driver and an old one alike ("driver version is insufficient");
+    // the driver's own version (0 when none is installed) tells them apart.
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    if (!why) return false;
+    if (driver == 0)
+      *why = "no NVIDIA driver found";
+    else if (err == cudaErrorInsufficientDriver)
+      *why = "the NVIDIA driver supports CUDA " + version(driver) + ", older than the CUDA " + version(runtime) +
+             " these paths were built with: update the driver";
+    else
+      *why = std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
     return false;
   }
   if (n == 0) {

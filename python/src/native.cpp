@@ -2,7 +2,7 @@
 //
 // Thin: every function takes C-contiguous, batch-first arrays whose shapes the pure-Python layer
 // (python/nvfp4_dual/_arrays.py) has already brought into the library's order and checked, copies
-// them into the library's types and calls the library (reference/, harness/check_report.hpp).
+// them into the library's types and calls the library (reference/, harness/check/check_report.hpp).
 // Long computations release the GIL. Library errors surface as nvfp4_dual.InputError (a
 // ValueError) for bad input, RuntimeError otherwise.
 //

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "distributions.hpp"
+#include "lattice.hpp"
 #include "problem.hpp"
 
 namespace nvfp4::test {
@@ -61,6 +62,15 @@ inline const std::vector<GpuCase>& small_gpu_cases() {
       {"200x150x768", "normal", 12, 1.0f, 1.0f, "v5 128 x 96 local start and its cap"},
   };
   return cases;
+}
+
+// The gpu backend's combinations as the lattice runs them (so a new optimization is tested here
+// without editing a list), those with the fused variant or those without.
+inline std::vector<std::string> gpu_combos(bool with_fused) {
+  std::vector<std::string> out;
+  for (const auto& c : lattice_combos("gpu"))
+    if (c.has("fused") == with_fused) out.push_back(c.str());
+  return out;
 }
 
 }  // namespace nvfp4::test

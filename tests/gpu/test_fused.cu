@@ -32,14 +32,14 @@
 #include "gpu_cases.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
+#include "gpu_skip.hpp"
 #include "suite.hpp"
 
 using namespace nvfp4;
 
 namespace {
 
-const std::vector<std::string> kCombos = {"fused", "fused+graph", "autotune+fused",
-                                          "autotune+fused+graph"};
+const std::vector<std::string> kCombos = nvfp4::test::gpu_combos(true);
 
 std::string describe_failure(const Comparison& c) {
   std::string s = std::to_string(c.over_tolerance) + " over tolerance, " +
@@ -154,7 +154,7 @@ std::vector<uint16_t> run_fused(const Problem& p, int tile) {
 }  // namespace
 
 TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on ragged shapes") {
-  if (!have_fused()) return;
+  if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
   // Cases that offer (and so ran) the 256-row pairs, stream-K, the 128 x 96 tiles, their pairs.
   int pairs = 0, streams = 0, tiles3 = 0, pairs3 = 0;
   for (const test::GpuCase& c : test::small_gpu_cases()) {
@@ -208,7 +208,7 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
 // exact term, and C = silu(G) * G checks the decode of every (code, scale) pair, NaN scales (0x7F,
 // 0xFF) and negative ones included. K = 256 takes the TMA kernel with both decoders (candidates).
 TEST_CASE("small: the in-kernel decoder, every E2M1 code times every E4M3 scale byte") {
-  if (!have_fused()) return;
+  if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
   constexpr int K = 256, kRowBytes = K / 2, kRowScales = K / 16;
   Problem p = Problem::zeros(Shape::parse("256x16x256"));
   for (int m = 0; m < 256; ++m) {
@@ -251,7 +251,7 @@ TEST_CASE("small: the in-kernel decoder, every E2M1 code times every E4M3 scale 
 }
 
 TEST_CASE("small: a NaN scale poisons exactly its rows/columns; a negative scale flips signs") {
-  if (!have_fused()) return;
+  if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
   Problem p = make_problem(Shape::parse("70x90x320"), "normal", 21);
   const int64_t kb = 320 / 16;
   p.sfa[3 * kb + 5] = 0x7F;    // A row 3, block 5: row 3 of C is NaN
@@ -288,7 +288,7 @@ __global__ void silu_pairs(const float* x, float* nb, float* ieee, int n) {
 }  // namespace
 
 TEST_CASE("small: the v5 epilogue's branch-free silu*mul against the IEEE division, ends included") {
-  if (!have_fused()) return;
+  if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
   std::vector<float> x;
   for (int i = -4000; i <= 4000; ++i) x.push_back(float(i) * 0.025f);  // -100 .. 100
   const float inf = INFINITY;
@@ -331,7 +331,7 @@ TEST_CASE("small: the v5 epilogue's branch-free silu*mul against the IEEE divisi
 }
 
 TEST_CASE("small: candidates, select, tune key and describe") {
-  if (!have_fused()) return;
+  if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
   const Problem p = make_problem(Shape::parse("32x64x128"), "normal", 1);
   auto plan = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{});
   const auto cands = plan->candidates();
@@ -346,6 +346,6 @@ TEST_CASE("small: candidates, select, tune key and describe") {
 }
 
 TEST_CASE("suite: the default gpu suite with every fused combination") {
-  if (!have_fused()) return;
+  if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
   for (const CaseSpec& cs : default_suite("gpu")) check_case(cs.make(), cs.name(), false);
 }

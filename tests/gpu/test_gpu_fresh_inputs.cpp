@@ -18,15 +18,20 @@
 #include "errors.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "reference.hpp"
+#include "gpu_cases.hpp"
 #include "registry.hpp"
+#include "gpu_skip.hpp"
 
 using namespace nvfp4;
 
 namespace {
 
-const char* const kCombos[] = {"plain",          "graph",          "autotune",
-                               "autotune+graph", "fused",          "fused+graph",
-                               "autotune+fused", "autotune+fused+graph"};
+// Every gpu combination the lattice runs.
+std::vector<std::string> all_combos() {
+  std::vector<std::string> v = nvfp4::test::gpu_combos(false);
+  for (const auto& c : nvfp4::test::gpu_combos(true)) v.push_back(c);
+  return v;
+}
 
 // P0 with the activations (A, SFA) of another seed.
 Problem with_new_activations(const Problem& p0, uint64_t seed) {
@@ -92,19 +97,19 @@ bool have_gpu_backend() {
 }  // namespace
 
 TEST_CASE("small: every GPU combination computes each call from the inputs set last") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   for (const char* shape : {"33x65x160", "260x72x512x2"}) {
     const Problem p0 = make_problem(Shape::parse(shape), "normal", 31);
     const Problem p1 = with_new_activations(p0, 32);
     Problem p2 = make_problem(p0.shape, "gpumode", 33);
     p2.alpha1 = 0.5f;
     p2.alpha2 = 2.0f;
-    for (const char* combo : kCombos) check_combo(combo, p0, p1, p2, shape);
+    for (const auto& combo : all_combos()) check_combo(combo, p0, p1, p2, shape);
   }
 }
 
 TEST_CASE("small: the GEMM yardstick's G and U follow new inputs") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   const Problem p0 = make_problem(Shape::parse("45x70x320"), "normal", 41);
   const Problem p2 = make_problem(p0.shape, "gpumode", 42);
   auto y = gpu::make_gemm_yardstick(p0);
@@ -124,7 +129,7 @@ TEST_CASE("small: the GEMM yardstick's G and U follow new inputs") {
 }
 
 TEST_CASE("small: set_inputs refuses a problem of another shape") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   const Problem p0 = make_problem(Shape::parse("32x64x256"), "normal", 51);
   const Problem other = make_problem(Shape::parse("32x64x512"), "normal", 51);
   for (const char* combo : {"plain", "fused"}) {

@@ -27,13 +27,14 @@
 #include "gpu_cases.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
+#include "gpu_skip.hpp"
 #include "suite.hpp"
 
 using namespace nvfp4;
 
 namespace {
 
-const std::vector<std::string> kCombos = {"plain", "graph", "autotune", "autotune+graph"};
+const std::vector<std::string> kCombos = nvfp4::test::gpu_combos(false);
 
 struct Checked {
   bool pass = true;
@@ -124,17 +125,17 @@ bool have_gpu_backend() {
 }  // namespace
 
 TEST_CASE("small: plain, graph, autotune, autotune+graph on small and ragged shapes") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   for (const test::GpuCase& c : test::small_gpu_cases()) check_case(c.make(), c.name());
 }
 
 TEST_CASE("suite: the default gpu suite, including the four GPU MODE benchmark shapes") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   for (const CaseSpec& cs : default_suite("gpu")) check_case(cs.make(), cs.name());
 }
 
 TEST_CASE("small: the GEMM-alone yardstick computes G and U within the fp32 GEMM bound") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   const Problem p = make_problem(Shape::parse("45x70x320"), "normal", 9);
   ReferenceOptions ro;
   ro.abs_sums = true;
@@ -156,7 +157,7 @@ TEST_CASE("small: the GEMM-alone yardstick computes G and U within the fp32 GEMM
 }
 
 TEST_CASE("small: tune keys name device, driver, library, shape and variant; candidates >= 1") {
-  if (!have_gpu_backend()) return;
+  if (!have_gpu_backend()) return nvfp4::test::skip("the gpu backend is unavailable here");
   const Problem p = make_problem(Shape::parse("32x64x128"), "normal", 1);
   auto plan = build_plan("gpu", Combo::parse("plain"), p, PlanOptions{});
   const std::string key = plan->tune_key();

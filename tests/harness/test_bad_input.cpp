@@ -1,4 +1,4 @@
-// test_bad_input.cpp — the harness refuses bad input up front (harness/cli_checks.hpp, issue 20).
+// test_bad_input.cpp — the harness refuses bad input up front (harness/cli/cli_checks.hpp, issue 20).
 //
 // A table of bad inputs, each run through the REAL harness binary as a child with a kill timer
 // (harness_cli::run_argv), so a harness that hangs on a FIFO or allocates for minutes fails a row
@@ -460,15 +460,63 @@ std::vector<Row> option_rows(Files& f) {
   opt({"--verify", "Fused"}, "--verify", "lower-case");
   opt({"--bisect", ""}, "--bisect", empty);
   opt({"--bisect", "bogus"}, "--bisect", "bogus");
-  opt({"--verify", "plain", "--bisect", "fused"}, "--verify and --bisect", "separate modes");
+  // Two modes at once, in every spelling (the mode table, cli/modes.hpp): refused before any work.
+  const std::vector<std::vector<std::string>> mode_flags = {
+      {"--verify", "plain"}, {"--bisect", "fused"}, {"--bench", "plain"},     {"--list"},
+      {"--merge", out},      {"--report-html", out}, {"--inputs", good, "--check", good + "/a.npy"}};
+  for (size_t i = 0; i < mode_flags.size(); ++i)
+    for (size_t j = 0; j < mode_flags.size(); ++j) {
+      if (i == j || (i == 6 && j == 0) || (i == 0 && j == 6)) continue;  // --inputs with --verify: verify on a case
+      std::vector<std::string> args = mode_flags[i];
+      args.insert(args.end(), mode_flags[j].begin(), mode_flags[j].end());
+      opt(args, "two modes", "give one");
+    }
+  opt({"verify", "all", "--bench", "plain"}, "two modes: --verify and --bench", "give one");
+  opt({"check", "--inputs", good, "--verify", "plain"}, "two modes: check and --verify", "give one");
+  opt({"bisect"}, "harness bisect needs COMBO", "");
+  opt({"verify", "plain", "--bench-shapes", "1x1x16"}, "--bench-shapes", "not an option of harness verify");
+  opt({"list", "--shape", "1x1x16"}, "--shape", "not an option of harness list");
+  opt({"merge", out, "--backend", "cpu"}, "--backend", "not an option of harness merge");
+  opt({"--shape", "1x1x16"}, "nothing to do", "harness --help");
+  // Every output of every mode is checked before any work (a directory is not a file).
+  const std::string dir = f.path("");
+  const std::vector<std::vector<std::string>> mode_runs = {
+      {"--verify", "plain", "--backend", "cpu", "--shape", "1x1x16"},
+      {"--bisect", "plain", "--backend", "cpu", "--shape", "1x1x16"},
+      {"--bench", "plain", "--backend", "cpu", "--shape", "1x1x16"},
+      {"--inputs", good, "--check", good + "/a.npy"},
+      {"--merge", out},
+      {"--report-html", out}};
+  for (const auto& run : mode_runs)
+    for (const char* o : {"--json", "--junit", "--html"}) {
+      std::vector<std::string> args = run;
+      args.push_back(o);
+      args.push_back(dir);
+      opt(args, o, "");
+    }
+  opt({"--bench", "plain", "--backend", "cpu", "--bench-json", dir}, "--bench-json", "directory");
+  opt({"--bench", "plain", "--backend", "cpu", "--json", out, "--bench-json", out}, "--json and --bench-json",
+      "give one");
+  opt({"--bench", "plain", "--backend", "cpu", "--shape", "1x1x16", "--bench-shapes", "16x16x16"},
+      "--shape and --bench-shapes", "give one");
+  opt({"--bench", "bogus", "--backend", "cpu"}, "--bench", "unknown optimization 'bogus'");
+  opt({"--verify", "plain", "--tune-cache", "/proc/nvfp4-no-such-dir"}, "--tune-cache", "cannot be created");
+  opt({"--verify", "plain", "--backend", "all,cpu"}, "--backend", "'all' stands alone");
+  opt({"render", out}, "harness render needs --html", "");
   opt({"--verify", "plain", "fused"}, "unexpected argument 'fused'", "lists with commas");
   opt({"--verify", "plain", "--shape", "1x1x16", "7x13x48"}, "unexpected argument '7x13x48'", "lists with commas");
   opt({"stray", "--verify", "plain"}, "unexpected argument 'stray'", "lists with commas");
   opt({"--list", "extra"}, "unexpected argument 'extra'", "lists with commas");
   opt({"--verify", "plain", "--bogus-option"}, "--bogus-option", "unrecognised");
   opt({"--verify", "plain", "--verify", "fused"}, "--verify", "more than once");
-  for (const char* b : {"budget-init", "budget-tune", "budget-warmup", "budget-capture", "budget-run", "budget-trial"})
-    opt({"--verify", "plain", std::string("--") + b, "0"}, std::string("--") + b, "positive number of seconds");
+  // Every stage's budget, from the stage table (plan.hpp kStages): zero, negative and past 1e6 refused.
+  std::vector<std::string> budgets = {"budget-trial"};
+  for (const auto& st : nvfp4::kStages)
+    if (nvfp4::has_own_budget(st.id)) budgets.push_back(std::string("budget-") + st.name);
+  CHECK(budgets.size() == 8);  // load, init, tune, warmup, capture, run, time, and the trial
+  for (const auto& b : budgets)
+    for (const char* v : {"0", "-1", "1e9"})
+      opt({"--verify", "plain", "--" + b, v}, "--" + b, "positive number of seconds, at most 1e6");
   opt({"--verify", "plain", "--budget-run", "-1"}, "--budget-run", "positive number of seconds");
   opt({"--verify", "plain", "--budget-run", "nan"}, "--budget-run", "positive number of seconds");
   opt({"--verify", "plain", "--budget-trial", "1e7"}, "--budget-trial", "at most 1e6");

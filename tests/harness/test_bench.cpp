@@ -1,4 +1,4 @@
-// test_bench.cpp — bench mode as a timed mode of the trials (harness/bench.hpp), on the CPU backend
+// test_bench.cpp — bench mode as a timed mode of the trials (harness/cli/bench.hpp), on the CPU backend
 // through the harness binary: every (shape, combination) is a verified trial with a stage time and
 // a timing in the table and the JSON; a path that is wrong when timed (a fault drill on the timed
 // outputs) or when checked is FAIL and reports no time; a hang in stage time is a TIMEOUT naming
@@ -130,4 +130,20 @@ TEST_CASE("bench: a hang in stage time is a TIMEOUT naming stage time") {
   CHECK(r.rc == 1);
   CHECK(has(r.out, "TIMEOUT"));
   CHECK(has(r.out, "stage time exceeded its budget of 1.0 s"));
+}
+
+TEST_CASE("bench takes the suite options and writes the report of every mode (--json, --junit, --html)") {
+  const std::string dir = harness_cli::temp_dir();
+  const auto r = harness_cli::run("bench plain --backend cpu --shape 32x32x64 --dist ones --seed 5 --warmup 7 "
+                                  "--bench-min-reps 3 --bench-max-time 0.05 --json " + dir + "/b.json --junit " +
+                                  dir + "/b.xml --html " + dir + "/b.html");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  const JsonValue report = nvfp4::read_json_file(dir + "/b.json");
+  CHECK(report.at("schema").number() == 1);
+  CHECK(report.at("options").at("warmup").number() == 7);
+  REQUIRE(report.at("trials").items().size() == 1);
+  CHECK(report.at("trials").items()[0].at("case").str_or("name", "") == "32x32x64 ones seed 5");
+  CHECK(has(harness_cli::read_text(dir + "/b.xml"), "<testcase"));
+  CHECK(has(harness_cli::read_text(dir + "/b.html"), "<html"));
 }

@@ -239,7 +239,7 @@ TEST_CASE("the check in this file rejects a wrong answer") {
 }
 
 TEST_CASE("set_inputs: every later call computes on the inputs last written, in both modes") {
-  // Fresh inputs (harness/cases.hpp): activations only, or every array and both alphas.
+  // Fresh inputs (harness/check/cases.hpp): activations only, or every array and both alphas.
   const Shape s = Shape::parse("21x37x272x2");
   const Problem built = make_problem(s, "normal", 51);
   for (const char* combo : {"plain", "fused"})

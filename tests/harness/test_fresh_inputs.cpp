@@ -1,5 +1,5 @@
-// test_fresh_inputs.cpp — fresh inputs on every call (harness/cases.hpp, harness/trial.hpp) and
-// the coverage of the default suite (harness/suite.hpp).
+// test_fresh_inputs.cpp — fresh inputs on every call (harness/check/cases.hpp, harness/trial/trial.hpp) and
+// the coverage of the default suite (harness/plan/suite.hpp).
 //
 // Input sets: deterministic, distinct, activations-only or all; the reference the parent uses for
 // a call is the exact reference of that call's own set. Through the real trial machinery (fork +

@@ -1,4 +1,4 @@
-// test_html.cpp — `harness --html FILE` and `--report-html` (harness/html_report.hpp) as text: the
+// test_html.cpp — `harness --html FILE` and `--report-html` (harness/report/html_report.hpp) as text: the
 // grid has one linked cell per trial, BLOCKED cells point at their blocker's trial, every trial
 // has its details with the reproducer, histograms and timelines are drawn, the slowest trial comes
 // first, nothing is loaded from outside, every report string is escaped, unknown fields and the
@@ -172,7 +172,7 @@ TEST_CASE("html: bad input is exit 2") {
   r = harness_cli::run("--verify plain --backend cpu --html /nonexistent-dir/x.html");
   CHECK(r.rc == 2);
   CHECK(has(r.out, "--html /nonexistent-dir/x.html: its directory /nonexistent-dir does not exist"));
-  r = harness_cli::run("--bench plain --html " + dir + "/x.html");
+  r = harness_cli::run("--bench plain --backend cpu --shape 1x1x16 --html " + dir);
   CHECK(r.rc == 2);
-  CHECK(has(r.out, "--html with --bench needs --bench-json"));
+  CHECK(has(r.out, "--html " + dir + ": is a directory, not a regular file"));
 }

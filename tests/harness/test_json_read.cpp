@@ -1,4 +1,4 @@
-// test_json_read.cpp — the JSON reader (harness/json_read.hpp) that the JUnit and HTML writers use:
+// test_json_read.cpp — the JSON reader (harness/report/json_read.hpp) that the JUnit and HTML writers use:
 // round trips through the report's own writer (json.hpp), the escapes and UTF-8 it must handle,
 // the errors it must refuse without crashing, and the harness's real report, whose case names
 // must read back exactly as the harness prints them.

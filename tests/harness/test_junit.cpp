@@ -1,4 +1,4 @@
-// test_junit.cpp — `harness --junit FILE` (harness/junit.hpp) on real CPU runs with fault drills:
+// test_junit.cpp — `harness --junit FILE` (harness/report/junit.hpp) on real CPU runs with fault drills:
 // one testcase per trial, FAIL as <failure>, CRASH as <error>, BLOCKED as <skipped>, counts equal to
 // the harness's summary, the reproducer in every failure; the same bytes whether written by the
 // run or rendered later from its JSON (--report-html); every report string escaped; bad usage is
@@ -105,7 +105,7 @@ TEST_CASE("junit: bad usage is exit 2, before any trial runs") {
   CHECK_FALSE(has(r.out, "PASS"));
   r = harness_cli::run("--report-html " + kFixtures + "bench_fixture.json --junit " + dir + "/b.xml");
   CHECK(r.rc == 2);
-  CHECK(has(r.out, "needs exactly one verify/bisect report"));
+  CHECK(has(r.out, "JUnit needs a report with \"trials\""));  // the fixture predates bench trials
   r = harness_cli::run("--report-html " + dir + "/missing.json --junit " + dir + "/m.xml");
   CHECK(r.rc == 2);
   CHECK(has(r.out, "cannot read " + dir + "/missing.json"));

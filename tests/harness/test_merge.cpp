@@ -1,4 +1,4 @@
-// test_merge.cpp — `harness --merge A.json B.json ...` (harness/merge.hpp) on real shard runs of the
+// test_merge.cpp — `harness --merge A.json B.json ...` (harness/report/merge.hpp) on real shard runs of the
 // cpu lattice: the merge of the shards prints the unsharded run's summary (table, failing trials,
 // BLOCKED lines, result) and exits with its code, with and without a fault drill; its JSON has the
 // run's summary counts and trials, and renders as JUnit and HTML; every inconsistent set of
@@ -179,7 +179,7 @@ TEST_CASE("merge: inconsistent or broken sets of reports are exit 2 with the rea
            {dir + "/bisect.json", "is a bisect report"},
            {dir + "/broken.json", dir + "/broken.json: JSON: "},
            {dir + "/absent.json", "cannot read " + dir + "/absent.json"},
-           {s0 + " " + s1 + " " + s2 + " --verify all", "--merge combines reports already written; not with --verify"},
+           {s0 + " " + s1 + " " + s2 + " --verify all", "two modes: --verify and --merge; give one"},
        }) {
     CAPTURE(b.args);
     const auto r = harness_cli::run("--merge " + b.args);

@@ -1,4 +1,4 @@
-// test_shard.cpp — `harness --shard I/N` (harness/shard.hpp): the partition of the suite by case is
+// test_shard.cpp — `harness --shard I/N` (harness/plan/shard.hpp): the partition of the suite by case is
 // disjoint, covering, balanced and deterministic; the real binary's shard runs together are the
 // unsharded run trial for trial; GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS select the same shard as
 // --shard and GTEST_SHARD_STATUS_FILE is touched; bad shard specifications are exit 2.
@@ -188,5 +188,5 @@ TEST_CASE("shard: bad shard specifications are exit 2 with the reason, before an
   }
   const auto bisect = harness_cli::run("--bisect fused --backend cpu --shape 7x13x48 --shard 0/2");
   CHECK(bisect.rc == 2);
-  CHECK(has(bisect.out, "--shard splits a --verify run by case; not with --bisect"));
+  CHECK(has(bisect.out, "--shard is not an option of harness bisect"));
 }

@@ -7,7 +7,7 @@
 //
 // Bugs that only fresh inputs per call expose (a cached result, ignored new inputs, a path that
 // computes only into a poisoned output) are caught because every checked call gets its own input
-// set and the last one starts from the previous output (harness/trial.cpp); alpha-ignored because
+// set and the last one starts from the previous output (harness/trial/trial.cpp); alpha-ignored because
 // the suite has cases with alpha != 1.
 #include <doctest/doctest.h>
 

@@ -23,7 +23,7 @@ namespace {
 
 // Two cases, one per shape, of the normal distribution (whose input sets all differ). With 3
 // warm-up and 3 checked calls, the checked calls get input sets 0, 1, 2 and set 3 serves init,
-// the warm-up and the graph's capture (harness/cases.hpp).
+// the warm-up and the graph's capture (harness/check/cases.hpp).
 const char* const kCases = "--shape 33x65x160,129x97x144 --dist normal --warmup 3 --runs 3";
 const char* const kWarmupSet = "input set 3 (the warm-up's)";
 

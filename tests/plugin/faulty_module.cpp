@@ -1,4 +1,4 @@
-// faulty_module.cpp — a built-in backend module (harness/modules.hpp) whose load-time work goes
+// faulty_module.cpp — a built-in backend module (harness/backends/modules.hpp) whose load-time work goes
 // wrong, the C++ form of a Python submission's init-at-import gone bad. Built as
 // libnvfp4_paths_gpu.so into a test paths folder next to the real cpu module
 // (tests/plugin/CMakeLists.txt), one folder per defect:

@@ -1,4 +1,4 @@
-// test_builtin_load.cpp — built-in backends are modules loaded only in children (harness/modules.hpp):
+// test_builtin_load.cpp — built-in backends are modules loaded only in children (harness/backends/modules.hpp):
 // whatever a module does at load time is that child's stage `load`, never the harness's.
 // The paths folders (NVFP4_FAULTY_DIR/faulty_<defect>, tests/plugin/CMakeLists.txt) each hold the
 // real cpu module and a gpu module that hangs, crashes, or registers nothing at load

@@ -1,4 +1,4 @@
-// test_byok.cpp — outside paths through the real harness binary (harness/external.hpp): a C-ABI
+// test_byok.cpp — outside paths through the real harness binary (harness/backends/external.hpp): a C-ABI
 // plugin (--plugin) and a Python submission (--submission) run through the lattice, bisect,
 // stage watchdogs and checks, with their code loaded only in trial children (stage load).
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // test_plugin.cpp — C-ABI plugins (optimized/plugin): the loader's refusals, one per way a library
 // can be broken (tests/plugin/broken_plugin.cpp), and the CPU example plugin
 // (examples/plugin_cpu) as a Plan and as a registered backend, every output checked against the
-// exact reference with the harness's own comparison (harness/compare.hpp).
+// exact reference with the harness's own comparison (harness/check/compare.hpp).
 #include <doctest/doctest.h>
 
 #include <signal.h>

@@ -1,4 +1,4 @@
-"""harness/submission_driver.py run standalone, as the harness will run it: a child process that
+"""harness/backends/submission_driver.py run standalone, as the harness will run it: a child process that
 writes its messages to a pipe, reads an input case from its trial directory and writes one output
 file per checked call. Checks the message sequence, the outputs against an exact float64
 computation written here (bit-level decode, independent of the submission's tables), fresh inputs
@@ -19,7 +19,7 @@ import unittest
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DRIVER = os.path.join(ROOT, "harness", "submission_driver.py")
+DRIVER = os.path.join(ROOT, "harness", "backends", "submission_driver.py")
 NUMPY_EXAMPLE = os.path.join(ROOT, "examples", "submission_numpy", "submission.py")
 
 

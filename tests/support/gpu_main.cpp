@@ -1,7 +1,8 @@
-// gpu_main.cpp — the main() of every GPU test executable: exit 125 (ctest SKIP) without a GPU.
+// gpu_main.cpp — the main() of every GPU test executable: exit 125 (ctest SKIP) without a GPU, or
+// when a test case could not run here (gpu_skip.hpp) and none failed.
 // Under ctest with a resource spec file (the gpu tests ask for RESOURCE_GROUPS gpus:1), the test runs
 // on the GPU ctest allotted it: CUDA_VISIBLE_DEVICES is set from CTEST_RESOURCE_GROUP_* before any
-// CUDA call (harness/pool.hpp reads the same variables), so `ctest -L gpu -j N` spreads the tests
+// CUDA call (harness/trial/pool.hpp reads the same variables), so `ctest -L gpu -j N` spreads the tests
 // over the machine's GPUs.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <cuda_runtime.h>
@@ -11,7 +12,17 @@
 #include <cstdlib>
 
 #include "errors.hpp"
+#include "gpu_skip.hpp"
 #include "pool.hpp"
+
+namespace {
+bool g_skipped = false;
+}  // namespace
+
+void nvfp4::test::skip(const std::string& why) {
+  g_skipped = true;
+  std::printf("SKIP: %s\n", why.c_str());
+}
 
 int main(int argc, char** argv) {
   try {
@@ -28,5 +39,7 @@ int main(int argc, char** argv) {
     return 125;
   }
   doctest::Context ctx(argc, argv);
-  return ctx.run();
+  const int rc = ctx.run();
+  // A test case that could not run here makes the executable a SKIP, never a PASS.
+  return rc == 0 && g_skipped ? 125 : rc;
 }

@@ -1,8 +1,8 @@
 // check_report.cpp — checking an output made elsewhere, and its report (see check_report.hpp).
 //
 // write_comparison_text and write_comparison_json render a Comparison: the one rendering used by
-// report.cpp for trials and by the outside-output check (tests/python/test_cli_parity.py compares this
-// text with the CLI's, byte for byte, on a passing and a failing output).
+// report.cpp for trials and by the outside-output check (harness check, and the Python module's
+// nvfp4_dual.check, which calls the same functions).
 #include "check_report.hpp"
 
 #include <cstdio>

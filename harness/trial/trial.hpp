@@ -51,17 +51,25 @@ const char* outcome_name(Outcome o);  // "PASS", "FAIL", ...
 // FAIL, ERROR, CRASH, TIMEOUT and BLOCKED are verification failures (exit code 1).
 inline bool is_failure(Outcome o) { return o != Outcome::Pass && o != Outcome::Skip; }
 
-// Watchdog budgets in seconds. setup and teardown (the harness's own work around the path) use
-// the init budget; load is the loading of an outside path (a plugin library, a submission's import).
+// Watchdog budgets in seconds: one per stage with a budget of its own (kStages, plan.hpp; setup
+// and teardown are watched by init's), and one for the whole trial.
 struct Budgets {
-  double load = 30, init = 60, tune = 30, warmup = 30, capture = 30, run = 60, time = 60;
+  Budgets() {
+    for (const auto& s : kStages) stage_s[int(s.id)] = s.default_budget;
+  }
+  double& operator[](Stage s) { return stage_s[int(s)]; }
+  double operator[](Stage s) const { return stage_s[int(s)]; }
+  // The budget that watches stage s.
+  double of(Stage s) const { return stage_s[int(stage_info(s).budget_of)]; }
   double trial = 300;
-  double of(const std::string& stage) const;
+
+ private:
+  double stage_s[kStageCount] = {};
 };
 
 // A path from outside the harness binary, loaded only in trial children (external.hpp): a C-ABI
 // plugin library (the child is the harness itself, which loads it in stage load) or a Python
-// submission (the child is harness/submission_driver.py, which imports it in stage load).
+// submission (the child is harness/backends/submission_driver.py, which imports it in stage load).
 struct External {
   enum Kind { Plugin, Submission } kind = Plugin;
   std::string path;     // the plugin library or the submission file, as the user gave it

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -82,8 +83,8 @@ void check_tokens(const po::parsed_options& parsed) {
                               : !o.value.empty()         ? o.value.front()
                                                          : std::string();
       refuse("unexpected argument '" + tok +
-             "': every option takes one value; write lists with commas (--verify plain,fused; "
-             "--shape 1x1x16,7x13x48)");
+             "': a mode word comes first (harness verify|bisect|bench|check|merge|render|list ...), and every "
+             "option takes one value; write lists with commas (--verify plain,fused; --shape 1x1x16,7x13x48)");
     }
     const std::string opt = "--" + o.string_key;
     for (const auto& v : o.value)
@@ -110,8 +111,9 @@ void check_values(const po::variables_map& vm) {
       refuse(std::string("--") + name + " must be a " + (zero_ok ? "non-negative" : "positive") +
              " number of seconds, at most 1e6 (got " + number(v) + ")");
   };
-  for (const char* b : {"budget-init", "budget-tune", "budget-warmup", "budget-capture", "budget-run", "budget-trial"})
-    seconds(b, false);
+  for (const auto& s : kStages)
+    if (has_own_budget(s.id)) seconds((std::string("budget-") + s.name).c_str(), false);
+  seconds("budget-trial", false);
   seconds("tune-time", false);
   seconds("slow-seconds", true);
   if (vm.count("max-memory")) {
@@ -127,7 +129,6 @@ void check_values(const po::variables_map& vm) {
     for (const char* generated : {"shape", "dist", "seed"})
       if (vm.count(generated))
         refuse(std::string("--") + generated + " describes generated cases; not with --inputs (the directory is the case)");
-  if (vm.count("verify") && vm.count("bisect")) refuse("--verify and --bisect are separate modes; give one");
 }
 
 RunPolicy run_policy(const po::variables_map& vm) {
@@ -154,7 +155,7 @@ RunPolicy run_policy(const po::variables_map& vm) {
 }
 
 void check_paths(const po::variables_map& vm) {
-  for (const char* out : {"json", "save-output", "junit", "html"}) {
+  for (const char* out : {"json", "save-output", "junit", "html", "bench-json"}) {
     if (!vm.count(out)) continue;
     const std::string path = get<std::string>(vm, out);
     const std::string why = output_file_problem(path);
@@ -185,6 +186,10 @@ void check_paths(const po::variables_map& vm) {
     const std::string dir = get<std::string>(vm, "tune-cache");
     std::string why = directory_problem(dir, true, true);
     if (!why.empty()) refuse("--tune-cache " + dir + ": " + why);
+    // Made now, so that a directory that cannot exist (under /proc, say) is refused before any work.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) refuse("--tune-cache " + dir + ": cannot be created (" + ec.message() + ")");
     const std::string file = autotune_cache_file(dir);
     struct stat st;
     if (::lstat(file.c_str(), &st) == 0) {

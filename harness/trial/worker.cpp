@@ -182,10 +182,17 @@ std::vector<std::string> child_environment(const EnvOverrides& extra) {
   return env;
 }
 
+// The budget of the stage a child named; a name outside kStages is watched by the trial's budget
+// alone (converse has already made the trial an ERROR for it).
+double budget_of(const Budgets& b, const std::string& stage) {
+  const StageInfo* s = find_stage(stage);
+  return s ? b.of(s->id) : b.trial;
+}
+
 void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk) {
   const auto trial_deadline = talk.t0 + secs(b.trial);
   talk.stage_t0 = talk.t0;
-  auto stage_deadline = talk.t0 + secs(b.of(talk.stage));
+  auto stage_deadline = talk.t0 + secs(budget_of(b, talk.stage));
   auto handle = [&](const std::string& line) {
     const auto f = split_line(line);
     const std::string& kind = f[0];
@@ -193,7 +200,11 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     if (kind == "enter" && f.size() > 1) {
       talk.stage = f[1];
       talk.stage_t0 = now;
-      stage_deadline = now + secs(b.of(talk.stage));
+      stage_deadline = now + secs(budget_of(b, talk.stage));
+      if (!find_stage(talk.stage) && !talk.error) {
+        talk.error = true;
+        talk.error_message = "the child entered an unknown stage '" + talk.stage + "' (the trial protocol knows only kStages)";
+      }
       rep.stages.push_back({talk.stage, 0.0, false});
     } else if (kind == "leave" && f.size() > 2) {
       for (auto& s : rep.stages)
@@ -295,7 +306,7 @@ void conclude(ChildReport& rep, const Conversation& talk, int status, const Budg
       rep.message = "trial exceeded its budget of " + one_decimal(b.trial) + " s (in stage " + stage +
                     " after " + one_decimal(elapsed) + " s); process group killed";
     else
-      rep.message = "stage " + stage + " exceeded its budget of " + one_decimal(b.of(stage)) +
+      rep.message = "stage " + stage + " exceeded its budget of " + one_decimal(budget_of(b, stage)) +
                     " s (killed after " + one_decimal(elapsed) + " s)";
   } else if (WIFSIGNALED(status)) {
     rep.outcome = Outcome::Crash;

@@ -12,6 +12,10 @@
 
 namespace nvfp4 {
 
+// The version of the JSON report's layout ("schema"), read by merge, JUnit, HTML and the Python
+// module. It changes when a member is renamed, removed or changes meaning; new members keep it.
+constexpr int kReportSchema = 1;
+
 class Session;
 
 // A command line that re-runs exactly this trial (combination, backend, case, and every option

@@ -28,6 +28,7 @@
 #include "json_read.hpp"
 #include "lattice.hpp"
 #include "modules.hpp"
+#include "outputs.hpp"
 #include "report.hpp"
 #include "user_file.hpp"
 #include "worker.hpp"
@@ -36,29 +37,31 @@ namespace po = boost::program_options;
 
 namespace nvfp4 {
 
+namespace {
+constexpr const char* kBenchShapes = "256x4096x7168,512x4096x7168,256x3072x4096,512x3072x7168";
+}  // namespace
+
 po::options_description bench_options() {
   po::options_description d("Bench mode (--bench COMBO[,COMBO...]: bench trials, timed in a stage time after run)");
   d.add_options()
-      ("bench-shapes", po::value<std::string>()->default_value(
-           "256x4096x7168,512x4096x7168,256x3072x4096,512x3072x7168"),
-       "comma-separated shapes MxNxK[xL] to time")
+      ("bench-shapes", po::value<std::string>()->default_value(kBenchShapes),
+       "the shapes MxNxK[xL],... timed when --shape is not given (GPU MODE's benchmark shapes)")
       ("bench-dist", po::value<std::string>()->default_value("normal"),
-       "input distribution (never all-zero data)")
-      ("bench-seed", po::value<uint64_t>()->default_value(1), "input seed")
-      ("bench-json", po::value<std::string>(), "write the bench report as JSON to this file")
+       "the distribution when --dist is not given (never all-zero data)")
+      ("bench-seed", po::value<uint64_t>()->default_value(1), "the seed when --seed is not given")
+      ("bench-json", po::value<std::string>(), "the same as --json: the bench report")
       ("bench-rse", po::value<double>()->default_value(0.005),
        "stop when the median's relative standard error is below this")
       ("bench-max-time", po::value<double>()->default_value(2.0),
        "seconds of timed calls per measurement at most")
       ("bench-min-reps", po::value<int>()->default_value(50), "timed calls per measurement at least")
       ("bench-max-reps", po::value<int>()->default_value(5000), "timed calls per measurement at most")
-      ("bench-warmup", po::value<int>()->default_value(3), "eager calls in stage warmup of a bench trial")
+      ("bench-warmup", po::value<int>()->default_value(3), "--warmup of a bench trial when --warmup is not given")
       ("bench-peak-size", po::value<int>()->default_value(8192),
        "size of the cubic bf16 GEMM that measures the peak (gpu; 0: skip)")
       ("bench-no-yardstick", po::bool_switch(), "skip the cuBLASLt GEMM-alone yardstick and plain's parts (gpu)")
       ("bench-budget", po::value<double>()->default_value(300.0),
-       "seconds the GPU extras child (peak, yardstick, plain's parts) may take; past it it is killed (TIMEOUT)")
-      ("budget-time", po::value<double>()->default_value(60.0), "stage time of a bench trial (watchdog budget)");
+       "seconds the GPU extras child (peak, yardstick, plain's parts) may take; past it it is killed (TIMEOUT)");
   return d;
 }
 
@@ -258,38 +261,200 @@ void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, co
   }
 }
 
+// The bench's cases: --shape/--dist/--seed win over their --bench-* twins (giving both is ambiguous);
+// the defaults are GPU MODE's benchmark shapes. `shape_list` gets the shapes as the extras child reads them.
+std::vector<CaseSpec> bench_cases(const po::variables_map& vm, std::string& shape_list) {
+  auto either = [&](const char* general, const char* bench) {
+    if (vm.count(general) && !vm[bench].defaulted())
+      throw InputError(std::string("--") + general + " and --" + bench + " both set it; give one");
+    return vm.count(general) && !vm[general].defaulted();
+  };
+  const SuiteFilter filter = cli::suite_filter(vm);
+  std::vector<Shape> shapes;
+  if (either("shape", "bench-shapes")) {
+    shapes = filter.shapes;
+  } else {
+    for (const auto& t : split_commas(vm["bench-shapes"].as<std::string>())) shapes.push_back(Shape::parse(t));
+  }
+  std::vector<std::string> dists = {vm["bench-dist"].as<std::string>()};
+  if (either("dist", "bench-dist")) dists = filter.dists;
+  const uint64_t seed = either("seed", "bench-seed") ? *filter.seed : vm["bench-seed"].as<uint64_t>();
+  either("warmup", "bench-warmup");
+  std::vector<CaseSpec> cases;
+  for (const auto& dist : dists)
+    for (const auto& shape : shapes) {
+      CaseSpec c;
+      c.shape = shape;
+      c.shape.validate();
+      c.dist = dist;
+      c.seed = seed;
+      if (filter.alphas) c.alpha1 = filter.alphas->first, c.alpha2 = filter.alphas->second;
+      cases.push_back(c);
+    }
+  if (cases.empty()) throw InputError("--bench-shapes names no shape");
+  shape_list.clear();
+  for (const auto& sh : shapes) shape_list += (shape_list.empty() ? "" : ",") + sh.str();
+  return cases;
+}
+
+// The bench's rows, grouped for the table and the JSON.
+struct BenchRows {
+  std::vector<Row> trials;
+  std::map<std::string, std::vector<Row>> yard, parts;  // by shape
+  std::map<std::string, double> yard_graph, yard_eager;  // seconds, by shape
+  double peak = NAN;
+  bool extras_failed = false;
+};
+
+BenchRows bench_rows(const Session& session, const Extras& extras) {
+  BenchRows b;
+  b.extras_failed = !extras.failure.empty();
+  if (extras.ran && extras.failure.empty()) {
+    b.peak = extras.report.number_or("peak_bf16_tflops", NAN) * 1e12;
+    if (const JsonValue* shapes = extras.report.find("shapes"); shapes && shapes->is_array())
+      for (const auto& s : shapes->items()) {
+        const std::string shape = s.str_or("shape", "?");
+        for (const char* group : {"yardstick", "plain_parts"})
+          if (const JsonValue* a = s.find(group); a && a->is_array())
+            for (const auto& v : a->items()) {
+              Row r = extras_row(v, shape);
+              b.extras_failed |= r.outcome != "PASS";
+              (std::string(group) == "yardstick" ? b.yard : b.parts)[shape].push_back(r);
+              if (std::string(group) == "yardstick" && r.outcome == "PASS")
+                (r.combo.find("graph") != std::string::npos ? b.yard_graph : b.yard_eager)[shape] = r.t.median;
+            }
+      }
+  }
+  for (const auto& r : session.results()) b.trials.push_back(trial_row(r));
+  return b;
+}
+
+// The bench's own members of the report: device, method, and per shape the yardstick, plain's parts
+// and the trials' rows.
+void write_bench_members(JsonWriter& j, Session& session, const TrialOptions& opt, const Extras& extras,
+                         const BenchRows& b, const std::vector<CaseSpec>& cases, bool any_gpu, int peak_size) {
+  const std::string dist = cases.front().dist;
+  const uint64_t seed = cases.front().seed;
+  const double peak = b.peak;
+  auto get = [](const std::map<std::string, double>& m, const std::string& k) {
+    const auto it = m.find(k);
+    return it == m.end() ? NAN : it->second;
+  };
+  auto rows_of = [](const std::map<std::string, std::vector<Row>>& m, const std::string& k) {
+    const auto it = m.find(k);
+    return it == m.end() ? std::vector<Row>{} : it->second;
+  };
+  j.key("device");
+  if (extras.ran && extras.failure.empty() && extras.report.find("device"))
+    write_value(j, extras.report.at("device"));
+  else
+    j.begin_object().key("name").value(any_gpu ? "gpu (no extras measured)" : "host CPU").end_object();
+  j.key("method").begin_object();
+  j.key("timing").value(any_gpu ? "CUDA events per call on the plan's stream; 2x L2 written between calls"
+                                : "host clock around each call (enqueue + synchronize)");
+  j.key("stopping_rule_rse").value(opt.timing.rse);
+  j.key("min_reps").value(opt.timing.min_reps);
+  j.key("max_reps").value(opt.timing.max_reps);
+  j.key("max_time_s").value(opt.timing.max_time_s);
+  j.key("warmup").value(opt.warmup);
+  j.key("distribution").value(dist);
+  j.key("seed").value(seed);
+  j.key("input_sets").value(opt.runs + 1);
+  j.key("fresh").value(input_set_name(opt.fresh));
+  j.key("fresh_inputs").value("a new input set written before every timed call (outside the timed region); the "
+                              "last timed call's and the last back-to-back call's outputs checked against their "
+                              "own sets' references");
+  j.key("flops").value("4*M*N*K*L per call");
+  j.key("per_call").value("gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init");
+  j.key("torch_compile_source").value("docs/gpu-target.md (PyTorch 2.11 default mode, not this run)");
+  j.end_object();
+  j.key("context_s").value(extras.ran && extras.failure.empty() ? extras.report.number_or("context_s", NAN) : NAN);
+  j.key("peak_bf16_tflops").value(peak * 1e-12);
+  j.key("peak_size").value(peak_size);
+  if (!extras.failure.empty()) j.key("extras_failure").value(extras.failure);
+  j.key("shapes").begin_array();
+  for (const auto& c : cases) {
+    const std::string shape = c.shape.str();
+    const auto info = session.cache().get(c);
+    const double yg = get(b.yard_graph, shape);
+    const double ye = get(b.yard_eager, shape);
+    j.begin_object();
+    j.key("shape").value(shape);
+    j.key("reference_s").value(info->reference_seconds);
+    j.key("degenerate").value(info->degeneracy.degenerate());
+    j.key("torch_compile_us").value(torch_compile_us(shape));
+    auto row_json = [&](const Row& r) {
+      j.begin_object();
+      j.key("backend").value(r.backend);
+      j.key("combo").value(r.combo);
+      j.key("outcome").value(r.outcome);
+      j.key("message").value(r.message);
+      j.key("describe").value(r.describe);
+      j.key("check").value(r.check);
+      j.key("max_ulp").value(r.max_ulp);
+      j.key("gpumode_mismatch").value(r.gpumode_mismatch);
+      j.key("stages_s").begin_object();
+      for (const auto& s : r.stages) j.key(s.first).value(s.second);
+      j.end_object();
+      j.key("reps").value(r.t.reps);
+      j.key("median_us").value(r.t.median * 1e6);
+      j.key("min_us").value(r.t.min * 1e6);
+      j.key("mean_us").value(r.t.mean * 1e6);
+      j.key("stdev_us").value(r.t.stdev * 1e6);
+      j.key("median_rse").value(r.t.rse);
+      j.key("b2b_us").value(r.b2b * 1e6);
+      const double tf = shape_flops(shape) / r.t.median;
+      j.key("tflops").value(tf * 1e-12);
+      j.key("pct_peak").value(100 * tf / peak);
+      j.key("x_yardstick_graph").value(r.t.median / yg);
+      j.key("x_yardstick_eager").value(r.t.median / ye);
+      j.key("speedup_vs_torch_compile").value(torch_compile_us(shape) * 1e-6 / r.t.median);
+      j.end_object();
+    };
+    j.key("yardstick").begin_array();
+    for (const auto& r : rows_of(b.yard, shape)) row_json(r);
+    j.end_array();
+    j.key("plain_parts").begin_array();
+    for (const auto& r : rows_of(b.parts, shape)) row_json(r);
+    j.end_array();
+    j.key("combos").begin_array();
+    for (const auto& r : b.trials)
+      if (r.shape == shape) row_json(r);
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
+}
+
 }  // namespace
 
 int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<std::string>& backends,
                const std::string& program, const std::string& command,
                const std::map<std::string, ChildReport>& probes) {
-  if (vm.count("html") && !vm.count("bench-json")) throw InputError("--html with --bench needs --bench-json FILE");
   if (vm.count("submission")) throw InputError("--bench times the harness's own trial children; not with --submission");
+  if (vm.count("json") && vm.count("bench-json")) throw InputError("--json and --bench-json both name the bench report; give one");
   std::vector<Combo> combos;
   for (const auto& t : cli::list_values(vm, "bench")) combos.push_back(Combo::parse(t));
   if (combos.empty()) throw InputError("--bench needs at least one combination");
-  std::vector<CaseSpec> cases;
-  const std::string dist = vm["bench-dist"].as<std::string>();
-  const uint64_t seed = vm["bench-seed"].as<uint64_t>();
-  for (const auto& t : split_commas(vm["bench-shapes"].as<std::string>())) {
-    CaseSpec c;
-    c.shape = Shape::parse(t);
-    c.shape.validate();
-    c.dist = dist;
-    c.seed = seed;
-    cases.push_back(c);
-  }
-  if (cases.empty()) throw InputError("--bench-shapes names no shape");
+  for (const auto& c : combos)
+    for (const auto& b : backends) {
+      try {
+        check_combo(b, c);
+      } catch (const InputError& e) {
+        throw InputError("--bench: " + std::string(e.what()));
+      }
+    }
+  std::string shape_list;
+  const std::vector<CaseSpec> cases = bench_cases(vm, shape_list);
   opt.bench = true;
   opt.timing.rse = vm["bench-rse"].as<double>();
   opt.timing.max_time_s = vm["bench-max-time"].as<double>();
   opt.timing.min_reps = std::max(3, vm["bench-min-reps"].as<int>());
   opt.timing.max_reps = std::max(opt.timing.min_reps, vm["bench-max-reps"].as<int>());
-  opt.warmup = std::max(0, vm["bench-warmup"].as<int>());
-  opt.budget.time = vm["budget-time"].as<double>();
+  if (vm["warmup"].defaulted()) opt.warmup = std::max(0, vm["bench-warmup"].as<int>());
   const double extras_budget = vm["bench-budget"].as<double>();
-  if (!(extras_budget > 0) || !std::isfinite(extras_budget) || !(opt.budget.time > 0))
-    throw InputError("--bench-budget and --budget-time must be positive numbers of seconds");
+  if (!(extras_budget > 0) || !(extras_budget <= 1e6))
+    throw InputError("--bench-budget must be a positive number of seconds, at most 1e6");
 
   Session session(opt, program, &std::cout);
   for (const auto& [b, rep] : probes) session.adopt_probe(b, rep);
@@ -322,9 +487,9 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
     const std::string tmp = session.new_dir();  // private, removed with the session
     BenchExtrasRequest rq;
     rq.out = tmp + "/extras.json";
-    rq.shapes = vm["bench-shapes"].as<std::string>();
-    rq.dist = dist;
-    rq.seed = seed;
+    rq.shapes = shape_list;
+    rq.dist = cases.front().dist;
+    rq.seed = cases.front().seed;
     rq.rule = opt.timing;
     rq.peak_size = peak_size;
     rq.yardstick = rq.parts = yard;
@@ -333,37 +498,16 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
   }
 
   // ---- rows ----
-  std::vector<Row> rows;
-  std::map<std::string, std::vector<Row>> yard_rows, part_rows;
-  std::map<std::string, double> yard_graph, yard_eager;
-  double peak = NAN;
-  bool extras_failed = !extras.failure.empty();
-  if (extras.ran && extras.failure.empty()) {
-    peak = extras.report.number_or("peak_bf16_tflops", NAN) * 1e12;
-    if (const JsonValue* shapes = extras.report.find("shapes"); shapes && shapes->is_array())
-      for (const auto& s : shapes->items()) {
-        const std::string shape = s.str_or("shape", "?");
-        for (const char* group : {"yardstick", "plain_parts"})
-          if (const JsonValue* a = s.find(group); a && a->is_array())
-            for (const auto& v : a->items()) {
-              Row r = extras_row(v, shape);
-              extras_failed |= r.outcome != "PASS";
-              (std::string(group) == "yardstick" ? yard_rows : part_rows)[shape].push_back(r);
-              if (std::string(group) == "yardstick" && r.outcome == "PASS")
-                (r.combo.find("graph") != std::string::npos ? yard_graph : yard_eager)[shape] = r.t.median;
-            }
-      }
-  }
-  for (const auto& r : session.results()) rows.push_back(trial_row(r));
+  const BenchRows b = bench_rows(session, extras);
   std::vector<Row> table;
   for (const auto& c : cases) {
     const std::string shape = c.shape.str();
-    for (const auto& r : yard_rows[shape]) table.push_back(r);
-    for (const auto& r : rows)
+    if (b.yard.count(shape)) table.insert(table.end(), b.yard.at(shape).begin(), b.yard.at(shape).end());
+    for (const auto& r : b.trials)
       if (r.shape == shape) table.push_back(r);
-    for (const auto& r : part_rows[shape]) table.push_back(r);
+    if (b.parts.count(shape)) table.insert(table.end(), b.parts.at(shape).begin(), b.parts.at(shape).end());
   }
-  print_table(std::cout, table, peak, yard_graph);
+  print_table(std::cout, table, b.peak, b.yard_graph);
   if (!extras.failure.empty()) std::cout << "bench: " << extras.failure << "\n";
 
   int code = 0;
@@ -372,102 +516,17 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
     fail |= is_failure(r.outcome);
     pass |= r.outcome == Outcome::Pass;
   }
-  code = fail || extras_failed ? 1 : pass ? 0 : 125;
+  code = fail || b.extras_failed ? 1 : pass ? 0 : 125;
   print_summary(std::cout, session, code);
 
   // ---- JSON: the verify report of the run ("mode": "bench", timing per trial) plus the bench's rows ----
-  if (vm.count("bench-json")) {
-    const std::string path = vm["bench-json"].as<std::string>();
+  if (vm.count("bench-json") || vm.count("json") || vm.count("junit") || vm.count("html")) {
     std::ostringstream os;
     write_json(os, session, "bench", command, code, [&](JsonWriter& j) {
-      j.key("device");
-      if (extras.ran && extras.failure.empty() && extras.report.find("device"))
-        write_value(j, extras.report.at("device"));
-      else
-        j.begin_object().key("name").value(any_gpu ? "gpu (no extras measured)" : "host CPU").end_object();
-      j.key("method").begin_object();
-      j.key("timing").value(any_gpu ? "CUDA events per call on the plan's stream; 2x L2 written between calls"
-                                    : "host clock around each call (enqueue + synchronize)");
-      j.key("stopping_rule_rse").value(opt.timing.rse);
-      j.key("min_reps").value(opt.timing.min_reps);
-      j.key("max_reps").value(opt.timing.max_reps);
-      j.key("max_time_s").value(opt.timing.max_time_s);
-      j.key("warmup").value(opt.warmup);
-      j.key("distribution").value(dist);
-      j.key("seed").value(seed);
-      j.key("input_sets").value(opt.runs + 1);
-      j.key("fresh").value(input_set_name(opt.fresh));
-      j.key("fresh_inputs").value("a new input set written before every timed call (outside the timed region); the "
-                                  "last timed call's and the last back-to-back call's outputs checked against their "
-                                  "own sets' references");
-      j.key("flops").value("4*M*N*K*L per call");
-      j.key("per_call").value("gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init");
-      j.key("torch_compile_source").value("docs/gpu-target.md (PyTorch 2.11 default mode, not this run)");
-      j.end_object();
-      j.key("context_s").value(extras.ran && extras.failure.empty() ? extras.report.number_or("context_s", NAN) : NAN);
-      j.key("peak_bf16_tflops").value(peak * 1e-12);
-      j.key("peak_size").value(peak_size);
-      if (!extras.failure.empty()) j.key("extras_failure").value(extras.failure);
-      j.key("shapes").begin_array();
-      for (const auto& c : cases) {
-        const std::string shape = c.shape.str();
-        const auto info = session.cache().get(c);
-        const double yg = yard_graph.count(shape) ? yard_graph[shape] : NAN;
-        const double ye = yard_eager.count(shape) ? yard_eager[shape] : NAN;
-        j.begin_object();
-        j.key("shape").value(shape);
-        j.key("reference_s").value(info->reference_seconds);
-        j.key("degenerate").value(info->degeneracy.degenerate());
-        j.key("torch_compile_us").value(torch_compile_us(shape));
-        auto row_json = [&](const Row& r) {
-          j.begin_object();
-          j.key("backend").value(r.backend);
-          j.key("combo").value(r.combo);
-          j.key("outcome").value(r.outcome);
-          j.key("message").value(r.message);
-          j.key("describe").value(r.describe);
-          j.key("check").value(r.check);
-          j.key("max_ulp").value(r.max_ulp);
-          j.key("gpumode_mismatch").value(r.gpumode_mismatch);
-          j.key("stages_s").begin_object();
-          for (const auto& s : r.stages) j.key(s.first).value(s.second);
-          j.end_object();
-          j.key("reps").value(r.t.reps);
-          j.key("median_us").value(r.t.median * 1e6);
-          j.key("min_us").value(r.t.min * 1e6);
-          j.key("mean_us").value(r.t.mean * 1e6);
-          j.key("stdev_us").value(r.t.stdev * 1e6);
-          j.key("median_rse").value(r.t.rse);
-          j.key("b2b_us").value(r.b2b * 1e6);
-          const double tf = shape_flops(shape) / r.t.median;
-          j.key("tflops").value(tf * 1e-12);
-          j.key("pct_peak").value(100 * tf / peak);
-          j.key("x_yardstick_graph").value(r.t.median / yg);
-          j.key("x_yardstick_eager").value(r.t.median / ye);
-          j.key("speedup_vs_torch_compile").value(torch_compile_us(shape) * 1e-6 / r.t.median);
-          j.end_object();
-        };
-        j.key("yardstick").begin_array();
-        for (const auto& r : yard_rows[shape]) row_json(r);
-        j.end_array();
-        j.key("plain_parts").begin_array();
-        for (const auto& r : part_rows[shape]) row_json(r);
-        j.end_array();
-        j.key("combos").begin_array();
-        for (const auto& r : rows)
-          if (r.shape == shape) row_json(r);
-        j.end_array();
-        j.end_object();
-      }
-      j.end_array();
+      write_bench_members(j, session, opt, extras, b, cases, any_gpu, peak_size);
     });
-    write_text_file(path, os.str());
-    if (vm.count("html")) {
-      const JsonValue report = JsonValue::parse(os.str());
-      std::ofstream f(vm["html"].as<std::string>());
-      write_html(f, {report}, {path});
-      if (!f) throw InputError("cannot write " + vm["html"].as<std::string>());
-    }
+    if (vm.count("bench-json")) cli::write_output(vm["bench-json"].as<std::string>(), os.str());
+    cli::emit(vm, os.str(), "bench");
   }
   return code;
 }

@@ -44,16 +44,6 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
-double Budgets::of(const std::string& stage) const {
-  if (stage == "load") return load;
-  if (stage == "tune") return tune;
-  if (stage == "warmup") return warmup;
-  if (stage == "capture") return capture;
-  if (stage == "run") return run;
-  if (stage == "time") return time;
-  return init;  // init, and the harness's own setup and teardown
-}
-
 const External* TrialOptions::external(const std::string& backend) const {
   for (const auto& e : externals)
     if (e.backend == backend) return &e;

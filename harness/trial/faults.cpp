@@ -22,7 +22,6 @@ constexpr KindName kKinds[] = {
     {FaultKind::Slow, "slow"}, {FaultKind::Nan, "nan"},         {FaultKind::Corrupt, "corrupt"},
     {FaultKind::Unwritten, "unwritten"},
 };
-constexpr Stage kStages[] = {Stage::Init, Stage::Tune, Stage::Warmup, Stage::Capture, Stage::Run, Stage::Time};
 }  // namespace
 
 const char* fault_kind_name(FaultKind k) {
@@ -32,10 +31,12 @@ const char* fault_kind_name(FaultKind k) {
 }
 
 Fault Fault::parse(const std::string& text) {
-  const std::string usage = "bad fault '" + text +
-                            "': expected FAULT@STAGE[:if=COMBO][:case=SHAPE] with FAULT one of hang, crash, "
-                            "error, slow, nan, corrupt, unwritten and STAGE one of init, tune, "
-                            "warmup, capture, run, time (bench mode)";
+  std::string kinds, stages;
+  for (const auto& kn : kKinds) kinds += std::string(kinds.empty() ? "" : ", ") + kn.name;
+  for (const auto& s : kStages)
+    if (s.drills) stages += std::string(stages.empty() ? "" : ", ") + s.name + (s.id == Stage::Time ? " (bench mode)" : "");
+  const std::string usage = "bad fault '" + text + "': expected FAULT@STAGE[:if=COMBO][:case=SHAPE] with FAULT one of " +
+                            kinds + " and STAGE one of " + stages;
   Fault f;
   const size_t at = text.find('@');
   if (at == std::string::npos) throw InputError(usage);
@@ -67,9 +68,9 @@ Fault Fault::parse(const std::string& text) {
     }
   if (!found) throw InputError(usage);
   found = false;
-  for (Stage s : kStages)
-    if (rest == stage_name(s)) {
-      f.stage = s;
+  for (const auto& s : kStages)
+    if (s.drills && rest == s.name) {
+      f.stage = s.id;
       found = true;
     }
   if (!found) throw InputError(usage);

@@ -2,7 +2,7 @@
 """submission_driver.py - runs a GPU MODE style Python submission as one harness trial (docs/design.md §3, §4).
 
 The harness starts this program as a trial's child process, in place of its own binary, and reads
-the same messages from it as from a built-in path's child (harness/trial.hpp): one line per message
+the same messages from it as from a built-in path's child (harness/trial/trial.hpp): one line per message
 on the pipe descriptor --fd, fields separated by tabs, backslash, tab and newline escaped:
 
     enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
@@ -83,7 +83,7 @@ import traceback
 import types
 
 PROVIDED = {"compile": ["tune"], "max-autotune": ["tune"], "graph": ["capture"]}
-POISON_BITS = 0x7D5A  # harness/compare.hpp kPoisonBits: a signalling NaN no arithmetic produces
+POISON_BITS = 0x7D5A  # harness/check/compare.hpp kPoisonBits: a signalling NaN no arithmetic produces
 ARRAYS = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
 

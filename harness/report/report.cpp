@@ -74,12 +74,9 @@ std::string reproducer(const TrialSpec& t, const std::string& program) {
   add_if(cmd, o.warmup != d.warmup, "--warmup", std::to_string(o.warmup));
   add_if(cmd, o.runs != d.runs, "--runs", std::to_string(o.runs));
   add_if(cmd, o.fresh != d.fresh, "--fresh", input_set_name(o.fresh));
-  add_if(cmd, o.budget.load != d.budget.load, "--budget-load", num(o.budget.load));
-  add_if(cmd, o.budget.init != d.budget.init, "--budget-init", num(o.budget.init));
-  add_if(cmd, o.budget.tune != d.budget.tune, "--budget-tune", num(o.budget.tune));
-  add_if(cmd, o.budget.warmup != d.budget.warmup, "--budget-warmup", num(o.budget.warmup));
-  add_if(cmd, o.budget.capture != d.budget.capture, "--budget-capture", num(o.budget.capture));
-  add_if(cmd, o.budget.run != d.budget.run, "--budget-run", num(o.budget.run));
+  for (const auto& s : kStages)
+    if (has_own_budget(s.id))
+      add_if(cmd, o.budget[s.id] != d.budget[s.id], std::string("--budget-") + s.name, num(o.budget[s.id]));
   add_if(cmd, o.budget.trial != d.budget.trial, "--budget-trial", num(o.budget.trial));
   add_if(cmd, !o.plan.tune_cache_dir.empty(), "--tune-cache", shell_quote(o.plan.tune_cache_dir));
   add_if(cmd, o.plan.tune_reps != d.plan.tune_reps, "--tune-reps", std::to_string(o.plan.tune_reps));
@@ -204,13 +201,23 @@ void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_
       os << line;
     }
   }
-  // Cases whose check is vacuous, and suspicious inputs.
+  // Cases whose check is vacuous, and suspicious inputs: the user's own data warned about one by one;
+  // the embedded suite's, which carries negative and NaN scales on purpose, in one line (the JSON
+  // report's cases list every warning).
+  int suite_warned = 0;
   for (const auto& info : s.cache().seen()) {
     if (info->degeneracy.degenerate())
       os << "  DEGENERATE case " << info->spec.name() << ": " << info->degeneracy.describe()
          << " (this check cannot tell a right kernel from a wrong one)\n";
+    if (!info->spec.from_dir()) {
+      suite_warned += !info->warnings.empty();
+      continue;
+    }
     for (const auto& w : info->warnings) os << "  warning: " << info->spec.name() << ": " << w << "\n";
   }
+  if (suite_warned)
+    os << "  note: " << suite_warned << " generated case" << (suite_warned == 1 ? "" : "s")
+       << " carry suspicious scale bytes (negative, NaN) on purpose, to test paths on them; details in --json\n";
   // Failing trials with their reproducers; BLOCKED ones grouped per combination.
   std::vector<const TrialResult*> failing;
   std::vector<std::pair<std::string, int>> blocked;  // "backend combo (blocked by X)", count
@@ -266,6 +273,7 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
   JsonWriter j(os);
   const TrialOptions& o = s.options();
   j.begin_object();
+  j.key("schema").value(kReportSchema);
   j.key("tool").value("nvfp4-dual harness");
   j.key("mode").value(mode);
   j.key("command").value(command);
@@ -278,9 +286,9 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
   j.key("warmup").value(o.warmup).key("runs").value(o.runs);
   j.key("fresh").value(input_set_name(o.fresh));
   j.key("budgets_s").begin_object();
-  j.key("init").value(o.budget.init).key("tune").value(o.budget.tune).key("warmup").value(o.budget.warmup);
-  j.key("capture").value(o.budget.capture).key("run").value(o.budget.run).key("trial").value(o.budget.trial);
-  if (o.bench) j.key("time").value(o.budget.time);
+  for (const auto& s : kStages)
+    if (has_own_budget(s.id) && (s.id != Stage::Time || o.bench)) j.key(s.name).value(o.budget[s.id]);
+  j.key("trial").value(o.budget.trial);
   j.end_object();
   if (o.bench) {
     j.key("bench").begin_object();

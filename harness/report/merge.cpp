@@ -89,6 +89,9 @@ Shard read_shard(const JsonValue& r, const std::string& file) {
   if (mode == "bisect")
     throw InputError(file + " is a bisect report; a bisect needs every case, so it is run unsharded, not merged");
   if (mode != "verify") throw InputError(file + " is not a harness --verify report (mode '" + mode + "')");
+  if (const JsonValue* schema = r.find("schema"); schema && !(schema->is_number() && schema->number() == kReportSchema))
+    throw InputError(file + " has report schema " + schema->text() + "; this harness reads schema " +
+                     std::to_string(kReportSchema));
   const JsonValue* rec = r.find("shard");
   if (!rec || !rec->is_object()) throw InputError(file + " has no shard record (run each part with --shard I/N)");
   if (!rec->find("index")) throw InputError(file + " is a merged report, not the report of one shard");
@@ -327,7 +330,8 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
   std::snprintf(over, sizeof over, "%.17g", overhead);
   MergedReport out;
   out.exit_code = exit_code;
-  out.json = object_text({{"tool", json_text(first.at("tool"))},
+  out.json = object_text({{"schema", std::to_string(kReportSchema)},
+                          {"tool", json_text(first.at("tool"))},
                           {"mode", quoted("verify")},
                           {"command", quoted(command)},
                           {"exit_code", std::to_string(exit_code)},
@@ -377,6 +381,7 @@ void print_report_summary(std::ostream& os, const JsonValue& report) {
       os << line;
     }
   }
+  int suite_warned = 0;
   for (const auto& c : report.at("cases").items()) {
     const std::string name = c.str_or("name", "?");
     if (const JsonValue* d = c.find("degeneracy"); d && d->is_object()) {
@@ -389,9 +394,17 @@ void print_report_summary(std::ostream& os, const JsonValue& report) {
         os << "  DEGENERATE case " << name << ": " << g.describe()
            << " (this check cannot tell a right kernel from a wrong one)\n";
     }
-    if (const JsonValue* w = c.find("warnings"); w && w->is_array())
-      for (const auto& x : w->items()) os << "  warning: " << name << ": " << x.text() << "\n";
+    const JsonValue* w = c.find("warnings");
+    if (!w || !w->is_array() || w->items().empty()) continue;
+    if (!c.find("inputs")) {  // a generated case: one line for all of them, as report.cpp prints a run's
+      ++suite_warned;
+      continue;
+    }
+    for (const auto& x : w->items()) os << "  warning: " << name << ": " << x.text() << "\n";
   }
+  if (suite_warned)
+    os << "  note: " << suite_warned << " generated case" << (suite_warned == 1 ? "" : "s")
+       << " carry suspicious scale bytes (negative, NaN) on purpose, to test paths on them; details in --json\n";
   // Failing trials with their reproducers; BLOCKED ones grouped per combination.
   std::vector<const JsonValue*> failing;
   std::vector<std::pair<std::string, int>> blocked;

@@ -18,6 +18,8 @@ std::vector<std::string> chosen_backends(const std::vector<std::string>& names, 
   std::vector<std::string> known = builtins;
   known.insert(known.end(), externals.begin(), externals.end());
   if (names.size() == 1 && names.front() == "all") return known;
+  if (std::find(names.begin(), names.end(), "all") != names.end())
+    throw InputError("--backend: 'all' stands alone (it already means every backend); or list some of them");
   std::vector<std::string> v;
   for (const auto& name : names) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -64,7 +66,7 @@ void load_builtins(std::vector<std::string>& backends, const std::vector<std::st
     if (pending.empty()) break;
     if (!told && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
       std::cout << "loading backends: still waiting for " << pending << " after 1 s (each loads in a child, stage load, "
-                << "budget " << opt.budget.load << " s: --budget-load)" << std::endl;
+                << "budget " << opt.budget[Stage::Load] << " s: --budget-load)" << std::endl;
       told = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -83,7 +83,8 @@ std::string seconds_text(double s) {
 // Runs `body` as one stage: enter, body, leave with the wall time. An exception leaves the stage
 // open (the parent then knows where it happened).
 template <class F>
-void stage(Channel& ch, const std::string& name, F&& body) {
+void stage(Channel& ch, Stage s, F&& body) {
+  const std::string name = stage_name(s);
   ch.send("enter", {name});
   const auto t0 = Clock::now();
   body();
@@ -161,7 +162,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
   if (!t.plugin.empty() && !(loaded && *loaded)) {
     // The plugin's code runs from here on, in this child only: its load-time work is stage load.
     std::shared_ptr<const LoadedPlugin> plugin;
-    stage(ch, "load", [&] {
+    stage(ch, Stage::Load, [&] {
       plugin = load_plugin(t.plugin);
       register_plugin(plugin);
     });
@@ -182,7 +183,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     // (A test binary that links paths into itself and runs its own children has the backend
     // registered already; the product harness links none.)
     if (!reg.backend(t.backend))
-      stage(ch, "load", [&] {
+      stage(ch, Stage::Load, [&] {
         const std::string path = module_path(module_dir(), t.backend);
         load_module(path);
         if (!reg.backend(t.backend))
@@ -190,7 +191,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       });
     if (probe) send_manifest(ch, reg, t.backend);  // the load probe: what the module registered
   }
-  stage(ch, "setup", [&] {
+  stage(ch, Stage::Setup, [&] {
     be = reg.backend(t.backend);
     if (!be) throw InputError("unknown backend '" + t.backend + "'");
     const Support avail = be->available ? be->available() : Support::yes();
@@ -229,20 +230,20 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       ch.send("note", {note});
   };
   std::unique_ptr<Plan> plan;
-  stage(ch, "init", [&] {
+  stage(ch, Stage::Init, [&] {
     faults_at(Stage::Init);
     plan = build_plan(t.backend, t.combo, sets[size_t(warmup_set(o.runs))], o.plan);
     if (!plan) throw std::runtime_error("build_plan returned no plan");
   });
   ch.send("describe", {plan->describe()});
   if (combo_has_stage(t.backend, t.combo, Stage::Tune)) {
-    stage(ch, "tune", [&] {
+    stage(ch, Stage::Tune, [&] {
       faults_at(Stage::Tune);
       plan->tune();
     });
     ch.send("describe", {plan->describe()});
   }
-  stage(ch, "warmup", [&] {
+  stage(ch, Stage::Warmup, [&] {
     faults_at(Stage::Warmup);
     for (int i = 0; i < o.warmup; ++i) {
       plan->enqueue();
@@ -250,13 +251,13 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     }
   });
   if (combo_has_stage(t.backend, t.combo, Stage::Capture)) {
-    stage(ch, "capture", [&] {
+    stage(ch, Stage::Capture, [&] {
       faults_at(Stage::Capture);
       plan->capture();
     });
     ch.send("describe", {plan->describe()});
   }
-  stage(ch, "run", [&] {
+  stage(ch, Stage::Run, [&] {
     faults_at(Stage::Run);
     std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
     for (int call = 0; call < o.runs; ++call) {
@@ -282,8 +283,8 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
     }
   });
-  if (o.bench) stage(ch, "time", [&] { time_stage(ch, t, *plan, sets, dir); });
-  stage(ch, "teardown", [&] { plan.reset(); });
+  if (o.bench) stage(ch, Stage::Time, [&] { time_stage(ch, t, *plan, sets, dir); });
+  stage(ch, Stage::Teardown, [&] { plan.reset(); });
 }
 
 // No core files: crash drills must not litter them.

@@ -1,0 +1,70 @@
+// outputs.cpp — the report sink, render and merge modes (see outputs.hpp).
+#include "outputs.hpp"
+
+#include <iostream>
+#include <sstream>
+
+#include "cli_checks.hpp"
+#include "errors.hpp"
+#include "html_report.hpp"
+#include "junit.hpp"
+#include "merge.hpp"
+#include "user_file.hpp"
+
+namespace po = boost::program_options;
+
+namespace nvfp4::cli {
+
+void write_output(const std::string& path, const std::string& text) {
+  write_text_file(path, text);  // non-blocking open; special files refused (user_file.hpp)
+}
+
+namespace {
+
+template <class Write>
+void write_with(const std::string& path, Write write) {
+  std::ostringstream f;
+  write(f);
+  write_output(path, f.str());
+}
+
+}  // namespace
+
+void emit(const po::variables_map& vm, const std::string& json, const std::string& label) {
+  if (vm.count("json")) write_output(vm["json"].as<std::string>(), json);
+  if (!vm.count("junit") && !vm.count("html")) return;
+  const JsonValue report = JsonValue::parse(json);
+  if (vm.count("junit")) write_with(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, report); });
+  if (vm.count("html"))
+    write_with(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, {report}, {label}); });
+}
+
+int render_mode(const po::variables_map& vm) {
+  check_paths(vm);
+  if (vm.count("json")) throw InputError("--json: harness render writes --html and --junit; the reports are already JSON");
+  if (!vm.count("html") && !vm.count("junit")) throw InputError("harness render needs --html OUT.html and/or --junit OUT.xml");
+  std::vector<JsonValue> reports;
+  const auto paths = vm["report-html"].as<std::vector<std::string>>();
+  for (const auto& p : paths) reports.push_back(read_json_file(p));
+  if (vm.count("junit")) {
+    if (reports.size() != 1) throw InputError("--junit with render needs exactly one report");
+    write_with(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, reports.front()); });
+  }
+  if (vm.count("html")) write_with(vm["html"].as<std::string>(), [&](std::ostream& f) { write_html(f, reports, paths); });
+  return 0;
+}
+
+int merge_mode(const po::variables_map& vm, const std::string& command) {
+  check_paths(vm);
+  const auto paths = vm["merge"].as<std::vector<std::string>>();
+  std::vector<JsonValue> reports;
+  for (const auto& p : paths) reports.push_back(read_json_file(p));
+  const MergedReport m = merge_reports(reports, paths, command);
+  std::cout << "merge: " << paths.size() << " shard report" << (paths.size() == 1 ? "" : "s") << " of --verify "
+            << m.report.at("shard").at("verify").str() << "\n";
+  print_report_summary(std::cout, m.report);
+  emit(vm, m.json, "merged shards");
+  return m.exit_code;
+}
+
+}  // namespace nvfp4::cli
