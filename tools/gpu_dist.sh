@@ -3,7 +3,9 @@
 # (carried to the device machine; 64 MiB at most): the harness with its backend modules (paths/),
 # every gpu test executable (tests/gpu/test_*), the planted-bug GPU test with its modules
 # (planted-paths/) and the fused kernels' timing probe, stripped of symbols.
-#   tools/gpu_dist.sh [BUILD_DIR] [DIST_DIR]     (defaults: build-gpu, build-gpu-dist)
+#   tools/gpu_dist.sh [BUILD_DIR] [DIST_DIR] [BASE]   (defaults: build-gpu, build-gpu-dist)
+# BASE: a folder holding a baseline harness and its paths/ (e.g. the build of the commit before a
+# refactor), copied to DIST_DIR/base for gpu_run.sh's verifybase and benchbase phases.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build-gpu}
@@ -24,6 +26,12 @@ for src in "$here"/tests/gpu/test_*.cpp "$here"/tests/gpu/test_*.cu; do
 done
 # The fused kernels' timing probe (tools/fused_probe.cu), when built: `$dist/fused_probe [mode]`.
 if [ -x "$build/fused_probe" ]; then cp "$build/fused_probe" "$dist/"; fi
+if [ -n "${3:-}" ]; then
+  mkdir -p "$dist/base/paths"
+  cp "$3/harness" "$dist/base/"
+  cp "$3"/paths/*.so "$dist/base/paths/"
+  strip --strip-unneeded "$dist"/base/harness "$dist"/base/paths/* 2>/dev/null || true
+fi
 strip --strip-unneeded "$dist"/* "$dist"/paths/* "$dist"/planted-paths/* 2>/dev/null || true
 chmod +x "$here/tools/gpu_run.sh"
 du -sh "$dist"

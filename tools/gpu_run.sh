@@ -2,9 +2,11 @@
 # gpu_run.sh — THE script run on the GPU machine: GPU tests, compute-sanitizer, `harness --verify
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
-#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial bench benchbase
+#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase bench benchbase
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
-#                                   --isolate trial; benchbase times $dist/harness-base the same way)
+#                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
+#                                   baseline with its own paths/, the same way: verifybase then compares
+#                                   the two verify reports trial by trial with tools/report_diff.py)
 #
 # Environment:
 #   NVFP4_DIST   folder with the executables (default: build-gpu-dist, made by tools/gpu_dist.sh
@@ -104,6 +106,16 @@ for phase in "${phases[@]}"; do
         "$out/verify-trial.log" "$dist/harness" --backend gpu --verify "$what" --isolate trial \
         --json "$out/verify-trial.json"
       ;;
+    verifybase)
+      # The same verify with the baseline harness, then both reports compared trial by trial.
+      if [ -x "$dist/base/harness" ]; then
+        what=${NVFP4_VERIFY:-all}
+        step "base harness --backend gpu --verify $what" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify-base.log" \
+          "$dist/base/harness" --backend gpu --verify "$what" --json "$out/verify-base.json"
+        step "report_diff base -> this" 60 "$out/verify-base.log" \
+          python3 tools/report_diff.py "$out/verify-base.json" "$out/verify.json"
+      fi
+      ;;
     bench)
       combos=${NVFP4_BENCH:-plain,graph,autotune+graph}
       if [ -z "${NVFP4_BENCH:-}" ] && "$dist/harness" --list 2>/dev/null | grep -qw fused; then
@@ -114,11 +126,12 @@ for phase in "${phases[@]}"; do
       ;;
     benchbase)
       # The same bench with a baseline harness carried as $dist/harness-base (e.g. the commit before
-      # a refactor), in the same call: before/after figures from one machine state.
-      if [ -x "$dist/harness-base" ]; then
+      # a refactor, with its own paths/ in $dist/base/), in the same call: before/after figures from one
+      # machine state.
+      if [ -x "$dist/base/harness" ]; then
         combos=${NVFP4_BENCH:-plain,graph,autotune+graph,fused,fused+graph,autotune+fused+graph}
-        step "harness-base --bench $combos" 300 "$out/bench-base.log" \
-          "$dist/harness-base" --bench "$combos" --bench-json "$out/bench-base.json"
+        step "base harness --bench $combos" 300 "$out/bench-base.log" \
+          "$dist/base/harness" --bench "$combos" --bench-json "$out/bench-base.json"
       fi
       ;;
     *) echo "unknown phase $phase" >&2; exit 2 ;;
@@ -130,7 +143,7 @@ done
   echo
   echo "step                                         verdict       time"
   cat "$summary.rows"
-  for v in verify verify-trial; do
+  for v in verify verify-trial verify-base; do
     if [ -f "$out/$v.log" ]; then
       echo
       echo "--- $v (tail)"
