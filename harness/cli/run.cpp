@@ -22,6 +22,7 @@
 #include "distributions.hpp"
 #include "errors.hpp"
 #include "external.hpp"
+#include "bisect.hpp"
 #include "lattice.hpp"
 #include "merge.hpp"
 #include "modules.hpp"

@@ -156,8 +156,6 @@ std::vector<Combo> immediate_subs(const Combo& c) {
   return subs;
 }
 
-namespace {
-
 TrialSpec make_spec(const Session& s, const std::string& backend, const Combo& combo, const CaseSpec& c) {
   TrialSpec t;
   t.backend = backend;
@@ -185,8 +183,7 @@ bool backend_usable(Session& s, const std::string& backend, const std::vector<Co
 }
 
 // The first failing trial of (backend, combo) among the session's results, or nullptr.
-const TrialResult* first_failure(const Session& s, const std::string& backend, const Combo& combo,
-                                 size_t from = 0) {
+const TrialResult* first_failure(const Session& s, const std::string& backend, const Combo& combo, size_t from) {
   const auto& rs = s.results();
   for (size_t i = from; i < rs.size(); ++i)
     if (rs[i].spec.backend == backend && rs[i].spec.combo == combo && is_failure(rs[i].outcome))
@@ -223,8 +220,6 @@ std::string failure_brief(const TrialResult& r) {
   }
   return s;
 }
-
-}  // namespace
 
 void verify_lattice(Session& s, const std::string& backend, const std::vector<CaseSpec>& cases) {
   const auto combos = lattice_combos(backend);
@@ -266,167 +261,6 @@ void verify_combos(Session& s, const std::string& backend, const std::vector<Com
                    const std::vector<CaseSpec>& cases, std::vector<uint16_t>* first_output) {
   if (!backend_usable(s, backend, combos, cases)) return;
   s.run_all(level_order(s, backend, combos, cases), first_output);
-}
-
-namespace {
-
-// Runs a combination on the cases until the first failure (failing cases first); memoized.
-class SubsetOracle {
- public:
-  SubsetOracle(Session& s, std::string backend, std::vector<CaseSpec> cases)
-      : s_(s), backend_(std::move(backend)), cases_(std::move(cases)) {}
-
-  struct Result {
-    bool failed = false, all_skipped = true;
-    size_t failure = 0;  // index into the session's results
-  };
-
-  const Result& test(const Combo& combo) {
-    auto it = memo_.find(combo.str());
-    if (it != memo_.end()) return it->second;
-    Result r;
-    for (size_t i = 0; i < cases_.size(); ++i) {
-      const TrialResult& t = s_.run(make_spec(s_, backend_, combo, cases_[i]));
-      if (t.outcome != Outcome::Skip) r.all_skipped = false;
-      if (is_failure(t.outcome)) {
-        r.failed = true;
-        r.failure = s_.results().size() - 1;
-        // Try this case first for the next combination: failures tend to share a case.
-        std::rotate(cases_.begin(), cases_.begin() + long(i), cases_.begin() + long(i) + 1);
-        break;
-      }
-    }
-    return memo_[combo.str()] = r;
-  }
-
- private:
-  Session& s_;
-  std::string backend_;
-  std::vector<CaseSpec> cases_;
-  std::map<std::string, Result> memo_;
-};
-
-Combo subset(const std::vector<std::string>& opts, uint64_t mask) {
-  Combo c;
-  for (size_t i = 0; i < opts.size(); ++i)
-    if (mask >> i & 1) c.opts.push_back(opts[i]);
-  std::sort(c.opts.begin(), c.opts.end());
-  return c;
-}
-}  // namespace
-
-std::vector<Combo> minimal_failing_subsets(const std::vector<std::string>& opts,
-                                           const std::function<bool(const Combo&)>& fails) {
-  std::vector<uint64_t> masks;
-  for (uint64_t m = 0; m < (uint64_t(1) << opts.size()); ++m) masks.push_back(m);
-  std::stable_sort(masks.begin(), masks.end(), [](uint64_t a, uint64_t b) {
-    return __builtin_popcountll(a) < __builtin_popcountll(b);
-  });
-  std::vector<uint64_t> failing;
-  std::vector<Combo> out;
-  for (uint64_t m : masks) {
-    bool covers = false;
-    for (uint64_t f : failing) covers |= (m & f) == f;
-    if (covers) continue;  // a superset of a failing subset is never minimal
-    if (fails(subset(opts, m))) {
-      failing.push_back(m);
-      out.push_back(subset(opts, m));
-    }
-  }
-  return out;
-}
-
-Combo ddmin_failing(const std::vector<std::string>& opts, const std::function<bool(const Combo&)>& fails) {
-  auto test = [&](const std::vector<std::string>& v) {
-    Combo k;
-    k.opts = v;
-    std::sort(k.opts.begin(), k.opts.end());
-    return fails(k);
-  };
-  std::vector<std::string> c = opts;
-  size_t n = 2;
-  while (c.size() >= 2) {
-    std::vector<std::vector<std::string>> parts(n);
-    for (size_t i = 0; i < c.size(); ++i) parts[i * n / c.size()].push_back(c[i]);
-    bool reduced = false;
-    for (const auto& p : parts)  // a failing part
-      if (!p.empty() && test(p)) {
-        c = p;
-        n = 2;
-        reduced = true;
-        break;
-      }
-    for (size_t i = 0; i < n && !reduced; ++i) {  // a failing complement
-      std::vector<std::string> comp;
-      for (size_t j = 0; j < n; ++j)
-        if (j != i) comp.insert(comp.end(), parts[j].begin(), parts[j].end());
-      if (!comp.empty() && comp.size() < c.size() && test(comp)) {
-        c = comp;
-        n = std::max<size_t>(n - 1, 2);
-        reduced = true;
-      }
-    }
-    if (!reduced) {
-      if (n >= c.size()) break;  // every single element removed passes: 1-minimal
-      n = std::min(2 * n, c.size());
-    }
-  }
-  Combo out;
-  out.opts = c;
-  std::sort(out.opts.begin(), out.opts.end());
-  return out;
-}
-
-BisectVerdict bisect(Session& s, const std::string& backend, const Combo& combo,
-                     const std::vector<CaseSpec>& cases) {
-  BisectVerdict v;
-  if (!backend_usable(s, backend, {combo}, cases)) {
-    v.kind = BisectVerdict::Skipped;
-    v.line = "skip: backend " + backend + " cannot run here (" + s.backends().at(backend).reason + ")";
-    return v;
-  }
-  SubsetOracle oracle(s, backend, cases);
-  const auto& full = oracle.test(combo);
-  if (full.all_skipped) {
-    v.kind = BisectVerdict::Skipped;
-    v.line = "skip: " + combo.str() + " is not supported on any case here";
-    return v;
-  }
-  if (!full.failed) {
-    v.kind = BisectVerdict::Passed;
-    v.line = "pass: " + combo.str() + " passes on " + std::to_string(cases.size()) + " case" +
-             (cases.size() == 1 ? "" : "s") + "; nothing to bisect";
-    return v;
-  }
-
-  const std::vector<std::string>& opts = combo.opts;
-  auto fails = [&](const Combo& c) { return oracle.test(c).failed; };
-  std::vector<Combo> culprits;
-  if (opts.size() <= 6)
-    culprits = minimal_failing_subsets(opts, fails);
-  else if (fails(Combo{}))
-    culprits.push_back(Combo{});
-  else
-    culprits.push_back(ddmin_failing(opts, fails));
-
-  v.kind = BisectVerdict::Culprit;
-  v.culprits = culprits;
-  std::string line = culprits.size() == 1 ? "culprit: " : "culprits: ";
-  for (size_t i = 0; i < culprits.size(); ++i) {
-    const auto& r = s.results()[oracle.test(culprits[i]).failure];
-    line += (i ? "; " : "") + culprits[i].str() + " (" + failure_brief(r) + ")";
-    if (i == 0) v.reproducer = reproducer(r.spec, s.program());
-  }
-  if (culprits.size() == 1) {
-    const Combo& c = culprits[0];
-    if (c.size() == 0) line += "; the base path fails without any optimization";
-    else if (c.size() == 1) line += "; plain passes";
-    else if (c.size() == 2) line += "; each alone passes";
-    else line += "; every smaller combination passes";
-    if (opts.size() > 6) line += " (ddmin: 1-minimal)";
-  }
-  v.line = line;
-  return v;
 }
 
 }  // namespace nvfp4

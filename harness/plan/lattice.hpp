@@ -1,12 +1,11 @@
-// lattice.hpp — staged isolation and bisection over the registry's optimizations (docs/design.md §4).
+// lattice.hpp — the Session and staged isolation over the registry's optimizations (docs/design.md §4);
+// bisect.hpp searches a failing combination's sub-combinations.
 //
 // The combinations of a backend are every subset of its registered optimizations except those
 // holding two variants (which replace the same base kernel). `--verify all` runs them level by
 // level: plain, then each optimization alone, then pairs, then larger sets; a combination runs
 // only when all its immediate sub-combinations (one optimization fewer) passed on the suite,
-// otherwise its trials are BLOCKED naming the failing subset. `--bisect COMBO` finds the minimal
-// failing sub-combinations: every subset, smallest first, for up to 6 optimizations (a superset of
-// a failing subset is never minimal, so it is not run); delta debugging (ddmin) beyond.
+// otherwise its trials are BLOCKED naming the failing subset.
 // A Session owns the trial runner, the reference cache, the results and the progress lines; the
 // harness never names an optimization: they all come from Registry::instance().
 #pragma once
@@ -109,23 +108,16 @@ void verify_lattice(Session& s, const std::string& backend, const std::vector<Ca
 void verify_combos(Session& s, const std::string& backend, const std::vector<Combo>& combos,
                    const std::vector<CaseSpec>& cases, std::vector<uint16_t>* first_output = nullptr);
 
-// The search behind --bisect, on any "does this combination fail?" oracle (called once per subset
-// it tests). Every subset of `opts`, smallest first, skipping supersets of failing ones: exactly the
-// minimal failing subsets.
-std::vector<Combo> minimal_failing_subsets(const std::vector<std::string>& opts,
-                                           const std::function<bool(const Combo&)>& fails);
-// Delta debugging (Zeller & Hildebrandt, TSE 2002): a 1-minimal failing subset of `opts`, given
-// that `opts` fails and the empty set passes.
-Combo ddmin_failing(const std::vector<std::string>& opts, const std::function<bool(const Combo&)>& fails);
-
-struct BisectVerdict {
-  enum Kind { Passed, Culprit, Skipped } kind = Skipped;
-  std::vector<Combo> culprits;  // minimal failing combinations
-  std::string line;             // the one-line verdict
-  std::string reproducer;       // re-runs the first culprit's failing trial
-};
-// `--bisect COMBO` for one backend.
-BisectVerdict bisect(Session& s, const std::string& backend, const Combo& combo,
-                     const std::vector<CaseSpec>& cases);
+// Shared with bisect.cpp: one trial's spec under the session's options; an unavailable backend's
+// trials recorded as SKIP (or BLOCKED) and false; the first failing trial of (backend, combo) among
+// the session's results from index `from`; trials in the order run_all records them; a failure in
+// a few words for a verdict line.
+TrialSpec make_spec(const Session& s, const std::string& backend, const Combo& combo, const CaseSpec& c);
+bool backend_usable(Session& s, const std::string& backend, const std::vector<Combo>& combos,
+                    const std::vector<CaseSpec>& cases);
+const TrialResult* first_failure(const Session& s, const std::string& backend, const Combo& combo, size_t from = 0);
+std::vector<TrialSpec> level_order(const Session& s, const std::string& backend, const std::vector<Combo>& combos,
+                                   const std::vector<CaseSpec>& cases);
+std::string failure_brief(const TrialResult& r);
 
 }  // namespace nvfp4

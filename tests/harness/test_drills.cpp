@@ -6,6 +6,8 @@
 // The cpu backend (always built) carries the drills; its trials take milliseconds.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "harness_cli.hpp"
 
 using harness_cli::has;
@@ -159,6 +161,32 @@ TEST_CASE("bisect names exactly the combination a conditional fault was tied to"
     const auto r = run("--bisect autotune+fused" + kCase);
     CHECK(r.rc == 0);
     CHECK(has(r.out, "pass: autotune+fused passes on 1 case"));
+  }
+}
+
+TEST_CASE("bisect searches on the smallest failing case and confirms the verdict on the whole suite") {
+  const std::string dir = harness_cli::temp_dir();
+  SUBCASE("one culprit: a few trials, not the suite per subset") {
+    const auto r = run("bisect autotune+fused --backend cpu --jobs 2 --inject corrupt@run:if=fused --json " + dir +
+                       "/b.json");
+    CHECK(r.rc == 1);
+    CHECK(has(r.out, "culprit: fused (FAIL in stage run"));
+    CHECK(has(r.out, "; plain passes; confirmed on all "));
+    CHECK(has(r.out, "no smaller combination fails on any"));
+    // The trials ran in workers (one child runs many trials), as verify's do: bisect honours
+    // --isolate and --jobs.
+    const auto trials = json_trials(read_text(dir + "/b.json"));
+    std::set<double> pids;
+    for (const auto& t : trials) pids.insert(json_number(t, "child_pid"));
+    CHECK(trials.size() > 50);
+    CHECK(pids.size() * 4 < trials.size());
+  }
+  SUBCASE("a second culprit that fails only on another case is found by the confirmation") {
+    const auto r = run("bisect autotune+fused --backend cpu --inject corrupt@run:if=fused "
+                       "--inject corrupt@run:if=autotune:case=33x65x160");
+    CHECK(r.rc == 1);
+    CHECK(has(r.out, "culprits: autotune (FAIL in stage run"));
+    CHECK(has(r.out, "; fused (FAIL in stage run"));
   }
 }
 

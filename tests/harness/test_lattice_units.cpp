@@ -17,6 +17,7 @@
 #include "distributions.hpp"
 #include "errors.hpp"
 #include "faults.hpp"
+#include "bisect.hpp"
 #include "lattice.hpp"
 #include "registry.hpp"
 #include "suite.hpp"
