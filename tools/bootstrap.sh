@@ -12,7 +12,7 @@ cd "$here"
 
 need_pkgs=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev clang libclang-rt-14-dev python3-pip python3-dev; do
+for p in cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev nlohmann-json3-dev clang libclang-rt-14-dev python3-pip python3-dev; do
   have_pkg "$p" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
