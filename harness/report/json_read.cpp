@@ -78,6 +78,7 @@ struct Prepared {
   std::vector<size_t> widened;       // ascending offsets in `text` of each U+FFFD that replaced one byte
   std::vector<std::string> numbers;  // the text of every number token, in document order
   size_t too_deep = kNone;           // the input offset of the first value inside > kMaxDepth containers
+  size_t nul = kNone;                // the input offset of the first NUL byte outside strings
 
   // An offset in `text` as an offset in the input: each widened byte moved what follows by 2.
   size_t input_offset(size_t at) const {
@@ -140,6 +141,7 @@ Prepared prepare(const std::string& s) {
       continue;
     }
     if (value_next && depth > kMaxDepth && c != ']' && p.too_deep == kNone) p.too_deep = i;
+    if (c == '\0' && p.nul == kNone) p.nul = i;
     value_next = c == '[' || c == ':';
     size_t n = 1;
     if (c == '[' || c == '{') ++depth;
@@ -155,8 +157,10 @@ Prepared prepare(const std::string& s) {
   return p;
 }
 
-// The library's message without its prefixes ("[json.exception.parse_error.101] parse error at
-// line 1, column 7: "), whose line and column count the prepared text, not the input.
+// The library's message as this reader's: without its prefixes ("[json.exception.parse_error.101]
+// parse error at line 1, column 7: syntax error while parsing value - "), whose line and column
+// count the prepared text, not the input, and with "unexpected A; expected B" said as the old reader
+// said it, "expected B, found A". A message of another form passes through unchanged.
 std::string library_message(const std::exception& e) {
   std::string m = e.what();
   const size_t tag = m.find("] ");
@@ -165,6 +169,11 @@ std::string library_message(const std::exception& e) {
     const size_t colon = m.find(": ");
     if (colon != std::string::npos) m.erase(0, colon + 2);
   }
+  const size_t dash = m.find(" - ");
+  if (m.rfind("syntax error while parsing ", 0) == 0 && dash != std::string::npos) m.erase(0, dash + 3);
+  const size_t expected = m.find("; expected ");
+  if (m.rfind("unexpected ", 0) == 0 && expected != std::string::npos)
+    m = m.substr(expected + 2) + ", found " + m.substr(11, expected - 11);
   return m;
 }
 
@@ -238,6 +247,9 @@ class JsonParser final : public nlohmann::json_sax<nlohmann::json> {
   JsonValue document() {
     // Every failure throws (parse_error below), so a false return cannot happen; it is checked anyway.
     if (!nlohmann::json::sax_parse(p_.text, this)) throw InputError("JSON: not a JSON text");
+    // The library takes a NUL byte outside strings as the end of the text: one there, after a
+    // complete value, is text after the value, which JSON does not allow.
+    if (p_.nul != kNone) throw InputError("JSON: a NUL byte after the JSON value at byte " + std::to_string(p_.nul));
     return std::move(root_);
   }
 
