@@ -12,7 +12,8 @@
 // log may hold anything) are replaced by U+FFFD, so every string is safe to put into XML or HTML
 // after escaping. Numbers keep the text they were written as, so integers print exactly; a number
 // beyond the range of a double is refused. A value nested inside more than 256 arrays or objects is
-// refused. Duplicate member names are all kept; find() and at() return the first.
+// refused. Duplicate member names are all kept; find() and at() return the first. A UTF-8 byte
+// order mark before the text is skipped.
 #pragma once
 #include <string>
 #include <utility>
