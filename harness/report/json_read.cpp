@@ -8,12 +8,14 @@
 //   - numbers keep the text they were written as (the library gives integers only as values, so
 //     "-0" and the digits of a huge integer would be lost);
 //   - a value nested inside more than kMaxDepth containers is refused, naming where it starts (the
-//     library has no limit; JsonValue's destructor and text() recurse).
-// Every error is an InputError naming the byte offset in the caller's text.
+//     library has no limit; JsonValue's destructor and text() recurse);
+//   - a NUL byte outside strings is refused (the library takes it as the end of the text).
+// Every error is an InputError naming the byte offset in the caller's text, with the library's
+// description of what is wrong. The library refuses what the old reader did not in one case only:
+// a number beyond the range of a double (the old reader read it as infinity).
 #include "json_read.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,7 +71,9 @@ size_t u_escape_at(const std::string& s, size_t i) {
 
 bool is_high_surrogate(size_t cp) { return cp >= 0xD800 && cp <= 0xDBFF; }
 bool is_low_surrogate(size_t cp) { return cp >= 0xDC00 && cp <= 0xDFFF; }
-bool is_number_char(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'; }
+bool is_number_char(char c) {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // The text as the library is given it, and what the library's events cannot tell.

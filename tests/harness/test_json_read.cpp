@@ -81,8 +81,8 @@ TEST_CASE("json_read: what the reader adds around the library") {
   const auto nest = [](int n, const std::string& inner) { return std::string(n, '[') + inner + std::string(n, ']'); };
   CHECK_NOTHROW(JsonValue::parse(nest(256, "1")));
   CHECK_NOTHROW(JsonValue::parse(nest(257, "")));
-  CHECK_THROWS_WITH_AS(JsonValue::parse(" " + nest(257, " 1")), doctest::Contains("nesting deeper than 256 at byte 259"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(JsonValue::parse(" " + nest(257, " 1")),
+                       doctest::Contains("nesting deeper than 256 at byte 259"), InputError);
   CHECK_THROWS_WITH_AS(JsonValue::parse(nest(256, "{\"k\": 2}")), doctest::Contains("at byte 262"), InputError);
   // A NUL byte ends the text for the library; after a value it is still text after the value.
   CHECK_THROWS_WITH_AS(JsonValue::parse(std::string("[1] \0 x", 7)), doctest::Contains("at byte 4"), InputError);
