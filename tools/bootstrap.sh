@@ -16,7 +16,7 @@ cd "$here"
 need_pkgs=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 scope=${NVFP4_SCOPE:-all}
-main_pkgs=(cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev)
+main_pkgs=(cmake g++ make libeigen3-dev doctest-dev libboost-program-options-dev nlohmann-json3-dev)
 test_pkgs=(clang libclang-rt-14-dev python3-pip python3-dev)
 pkgs=("${main_pkgs[@]}")
 [ "$scope" = main ] || pkgs+=("${test_pkgs[@]}")

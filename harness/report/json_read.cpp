@@ -1,10 +1,24 @@
-// json_read.cpp — the JSON reader (see json_read.hpp): recursive descent over RFC 8259 JSON,
-// nesting bounded so that a hostile file cannot exhaust the stack.
+// json_read.cpp — the JSON reader (see json_read.hpp) on nlohmann/json's SAX parser. The library
+// judges the grammar (RFC 8259) and decodes escapes; JsonParser below builds JsonValue from its
+// events in document order. What the library does not do the way json_read.hpp promises is done
+// around it, in one pass over the text before the library sees it (prepare):
+//   - inside strings, each byte that does not begin a valid UTF-8 sequence becomes U+FFFD, and each
+//     \u escape of a surrogate that is not half of a high-low pair becomes \uFFFD (the library
+//     refuses both; the old reader, and so the contract, replaced them);
+//   - numbers keep the text they were written as (the library gives integers only as values, so
+//     "-0" and the digits of a huge integer would be lost);
+//   - a value nested inside more than kMaxDepth containers is refused, naming where it starts (the
+//     library has no limit; JsonValue's destructor and text() recurse);
+//   - a NUL byte outside strings is refused (the library takes it as the end of the text).
+// Every error is an InputError naming the byte offset in the caller's text, with the library's
+// description of what is wrong. The library refuses what the old reader did not in one case only:
+// a number beyond the range of a double (the old reader read it as infinity).
 #include "json_read.hpp"
 
-#include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "errors.hpp"
@@ -13,25 +27,158 @@ namespace nvfp4 {
 
 namespace {
 
-constexpr int kMaxDepth = 256;
+// The deepest a value may be nested: at most kMaxDepth containers around it.
+constexpr size_t kMaxDepth = 256;
+constexpr size_t kNone = size_t(-1);
+const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD in UTF-8 (3 bytes)
 
-// Appends code point `cp` as UTF-8.
-void put_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
+// The length of the valid UTF-8 sequence at s[i] (a byte >= 0x80), or 0 when it is not one
+// (Unicode's well-formed sequences: no overlong forms, no surrogates, nothing above U+10FFFF).
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto b = [&](size_t k) { return i + k < s.size() ? (unsigned char)s[i + k] : 0u; };
+  const auto cont = [&](size_t k) { return (b(k) & 0xC0) == 0x80; };
+  const unsigned c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(1) >= 0xA0) return 0;  // a surrogate
+    return 3;
   }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// The code unit of the escape "\uXXXX" at s[i], or kNone when s[i] does not start one.
+size_t u_escape_at(const std::string& s, size_t i) {
+  if (i + 6 > s.size() || s[i] != '\\' || s[i + 1] != 'u') return kNone;
+  size_t cp = 0;
+  for (size_t k = i + 2; k < i + 6; ++k) {
+    const char h = s[k];
+    cp <<= 4;
+    if (h >= '0' && h <= '9') cp |= size_t(h - '0');
+    else if (h >= 'a' && h <= 'f') cp |= size_t(h - 'a' + 10);
+    else if (h >= 'A' && h <= 'F') cp |= size_t(h - 'A' + 10);
+    else return kNone;
+  }
+  return cp;
+}
+
+bool is_high_surrogate(size_t cp) { return cp >= 0xD800 && cp <= 0xDBFF; }
+bool is_low_surrogate(size_t cp) { return cp >= 0xDC00 && cp <= 0xDFFF; }
+bool is_number_char(char c) {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The text as the library is given it, and what the library's events cannot tell.
+struct Prepared {
+  std::string text;                  // the input with the replacements of the file comment
+  std::vector<size_t> widened;       // ascending offsets in `text` of each U+FFFD that replaced one byte
+  std::vector<std::string> numbers;  // the text of every number token, in document order
+  size_t too_deep = kNone;           // the input offset of the first value inside > kMaxDepth containers
+  size_t nul = kNone;                // the input offset of the first NUL byte outside strings
+
+  // An offset in `text` as an offset in the input: each widened byte moved what follows by 2.
+  size_t input_offset(size_t at) const {
+    const size_t k = size_t(std::upper_bound(widened.begin(), widened.end(), at) - widened.begin());
+    if (k > 0 && at < widened[k - 1] + 3) return widened[k - 1] - 2 * (k - 1);  // inside a U+FFFD
+    return at - 2 * k;
+  }
+};
+
+// Copies the escape at s[i] (a backslash inside a string) to `out`; returns the index after it. A \u
+// escape of a surrogate that is not half of a high-low pair is written as \uFFFD, the same length.
+// Any other escape is copied as its backslash and the byte after it, for the library to judge.
+size_t copy_escape(const std::string& s, size_t i, std::string& out) {
+  const size_t cp = u_escape_at(s, i);
+  if (is_high_surrogate(cp) && is_low_surrogate(u_escape_at(s, i + 6))) {
+    out.append(s, i, 12);
+    return i + 12;
+  }
+  if (is_high_surrogate(cp) || is_low_surrogate(cp)) {
+    out += "\\uFFFD";
+    return i + 6;
+  }
+  const size_t n = std::min<size_t>(2, s.size() - i);
+  out.append(s, i, n);
+  return i + n;
+}
+
+// One pass over the input. Where the input is valid JSON up to some point, this pass's view of it
+// up to that point (what is inside a string, how deep, which tokens are numbers) is the library's,
+// so the library's events there match what is recorded here; past the library's first error
+// nothing recorded is used.
+Prepared prepare(const std::string& s) {
+  Prepared p;
+  p.text.reserve(s.size());
+  bool in_string = false;
+  size_t depth = 0;         // containers open here (outside strings)
+  bool value_next = false;  // after '[' or ':' the next token is a value (or, after '[', a ']')
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') {
+        i = copy_escape(s, i, p.text);
+        continue;
+      }
+      const size_t n = (unsigned char)c < 0x80 ? 1 : utf8_length(s, i);
+      if (n == 0) {
+        p.widened.push_back(p.text.size());
+        p.text += kReplacement;
+        ++i;
+        continue;
+      }
+      in_string = c != '"';
+      p.text.append(s, i, n);
+      i += n;
+      continue;
+    }
+    if (is_space(c)) {
+      p.text += c;
+      ++i;
+      continue;
+    }
+    if (value_next && depth > kMaxDepth && c != ']' && p.too_deep == kNone) p.too_deep = i;
+    if (c == '\0' && p.nul == kNone) p.nul = i;
+    value_next = c == '[' || c == ':';
+    size_t n = 1;
+    if (c == '[' || c == '{') ++depth;
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+    else if (c == '"') in_string = true;
+    else if (c == '-' || (c >= '0' && c <= '9')) {
+      while (i + n < s.size() && is_number_char(s[i + n])) ++n;
+      p.numbers.push_back(s.substr(i, n));
+    }
+    p.text.append(s, i, n);
+    i += n;
+  }
+  return p;
+}
+
+// The library's message as this reader's: without its prefixes ("[json.exception.parse_error.101]
+// parse error at line 1, column 7: syntax error while parsing value - "), whose line and column
+// count the prepared text, not the input, and with "unexpected A; expected B" said as the old reader
+// said it, "expected B, found A". A message of another form passes through unchanged.
+std::string library_message(const std::exception& e) {
+  std::string m = e.what();
+  const size_t tag = m.find("] ");
+  if (m.rfind("[json.exception.", 0) == 0 && tag != std::string::npos) m.erase(0, tag + 2);
+  if (m.rfind("parse error", 0) == 0) {
+    const size_t colon = m.find(": ");
+    if (colon != std::string::npos) m.erase(0, colon + 2);
+  }
+  const size_t dash = m.find(" - ");
+  if (m.rfind("syntax error while parsing ", 0) == 0 && dash != std::string::npos) m.erase(0, dash + 3);
+  const size_t expected = m.find("; expected ");
+  if (m.rfind("unexpected ", 0) == 0 && expected != std::string::npos)
+    m = m.substr(expected + 2) + ", found " + m.substr(11, expected - 11);
+  return m;
 }
 
 const char* type_name(JsonValue::Type t) {
@@ -46,8 +193,6 @@ const char* type_name(JsonValue::Type t) {
   return "?";
 }
 
-void write_compact(std::ostream& os, const JsonValue& v);
-
 void write_quoted(std::ostream& os, const std::string& s) {
   os << '"';
   for (unsigned char c : s) {
@@ -59,6 +204,7 @@ void write_quoted(std::ostream& os, const std::string& s) {
   os << '"';
 }
 
+// Compact JSON of a value: numbers as written, strings re-escaped, members in order.
 void write_compact(std::ostream& os, const JsonValue& v) {
   switch (v.type()) {
     case JsonValue::Type::Null: os << "null"; break;
@@ -94,203 +240,107 @@ void write_compact(std::ostream& os, const JsonValue& v) {
 
 }  // namespace
 
-class JsonParser {
+// Builds one JsonValue from the library's SAX events over prepare()'s text. Invariants: open_ holds
+// the containers begun and not yet ended, outermost first, and keys_[k] the last member name read
+// in open_[k]; a finished value is appended to open_.back() (under keys_.back() in an object) or,
+// with no container open, is the document. Duplicate member names are all kept, in order.
+class JsonParser final : public nlohmann::json_sax<nlohmann::json> {
  public:
-  explicit JsonParser(const std::string& s) : s_(s) {}
+  explicit JsonParser(const Prepared& p) : p_(p) {}
 
   JsonValue document() {
-    JsonValue v = value(0);
-    skip_ws();
-    if (i_ != s_.size()) fail("unexpected text after the JSON value");
-    return v;
+    // Every failure throws (parse_error below), so a false return cannot happen; it is checked anyway.
+    if (!nlohmann::json::sax_parse(p_.text, this)) throw InputError("JSON: not a JSON text");
+    // The library takes a NUL byte outside strings as the end of the text: one there, after a
+    // complete value, is text after the value, which JSON does not allow.
+    if (p_.nul != kNone) throw InputError("JSON: a NUL byte after the JSON value at byte " + std::to_string(p_.nul));
+    return std::move(root_);
+  }
+
+  bool null() override { return put(JsonValue()); }
+  bool boolean(bool b) override {
+    JsonValue v;
+    v.type_ = JsonValue::Type::Bool;
+    v.bool_ = b;
+    return put(std::move(v));
+  }
+  bool number_integer(number_integer_t n) override { return number(std::to_string(n)); }
+  bool number_unsigned(number_unsigned_t n) override { return number(std::to_string(n)); }
+  bool number_float(number_float_t, const string_t& s) override { return number(s); }
+  bool string(string_t& s) override {
+    JsonValue v;
+    v.type_ = JsonValue::Type::String;
+    v.string_ = std::move(s);
+    return put(std::move(v));
+  }
+  bool binary(binary_t&) override { return false; }  // JSON text has no binary values
+  bool start_object(std::size_t) override { return open(JsonValue::Type::Object); }
+  bool key(string_t& k) override {
+    keys_.back() = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(JsonValue::Type::Array); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    // `position` counts the bytes the library read, the offending one included.
+    const size_t at = p_.input_offset(position > 0 ? position - 1 : 0);
+    throw InputError("JSON: " + library_message(e) + " at byte " + std::to_string(at));
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError("JSON: " + what + " at byte " + std::to_string(i_));
+  // A value begins at depth open_.size(); refused beyond kMaxDepth (the library has no limit).
+  void check_depth() const {
+    if (open_.size() <= kMaxDepth) return;
+    throw InputError("JSON: nesting deeper than " + std::to_string(kMaxDepth) + " at byte " +
+                     (p_.too_deep == kNone ? std::string("?") : std::to_string(p_.too_deep)));
   }
-  void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
-  }
-  bool eat(char c) {
-    skip_ws();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) fail(std::string("expected '") + c + "'");
-  }
-  void literal(const char* word) {
-    for (const char* p = word; *p; ++p, ++i_)
-      if (i_ >= s_.size() || s_[i_] != *p) fail(std::string("expected ") + word);
-  }
-
-  JsonValue value(int depth) {
-    if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
-    skip_ws();
-    if (i_ >= s_.size()) fail("unexpected end of text");
+  // A number's text is the token as written (prepare), its value what strtod reads from it; the
+  // library's text (`fallback`) is used only if the two ever disagree on how many numbers there are.
+  bool number(const std::string& fallback) {
     JsonValue v;
-    const char c = s_[i_];
-    if (c == '{') {
-      ++i_;
-      v.type_ = JsonValue::Type::Object;
-      if (eat('}')) return v;
-      do {
-        skip_ws();
-        if (i_ >= s_.size() || s_[i_] != '"') fail("expected a member name");
-        std::string k = string();
-        expect(':');
-        v.members_.emplace_back(std::move(k), value(depth + 1));
-      } while (eat(','));
-      expect('}');
-    } else if (c == '[') {
-      ++i_;
-      v.type_ = JsonValue::Type::Array;
-      if (eat(']')) return v;
-      do v.items_.push_back(value(depth + 1));
-      while (eat(','));
-      expect(']');
-    } else if (c == '"') {
-      v.type_ = JsonValue::Type::String;
-      v.string_ = string();
-    } else if (c == 't') {
-      literal("true");
-      v.type_ = JsonValue::Type::Bool;
-      v.bool_ = true;
-    } else if (c == 'f') {
-      literal("false");
-      v.type_ = JsonValue::Type::Bool;
-    } else if (c == 'n') {
-      literal("null");
-    } else {
-      number(v);
-    }
-    return v;
-  }
-
-  void number(JsonValue& v) {
-    const size_t start = i_;
-    auto digits = [&] {
-      const size_t d = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      if (i_ == d) fail("expected a digit");
-    };
-    if (s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0') ++i_;
-    else digits();
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      digits();
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      digits();
-    }
     v.type_ = JsonValue::Type::Number;
-    v.string_ = s_.substr(start, i_ - start);
+    v.string_ = next_number_ < p_.numbers.size() ? p_.numbers[next_number_] : fallback;
+    ++next_number_;
     v.number_ = std::strtod(v.string_.c_str(), nullptr);
+    return put(std::move(v));
+  }
+  bool put(JsonValue v) {
+    check_depth();
+    attach(std::move(v));
+    return true;
+  }
+  bool open(JsonValue::Type t) {
+    check_depth();
+    open_.emplace_back();
+    open_.back().type_ = t;
+    keys_.emplace_back();
+    return true;
+  }
+  bool close() {
+    JsonValue v = std::move(open_.back());
+    open_.pop_back();
+    keys_.pop_back();
+    attach(std::move(v));
+    return true;
+  }
+  void attach(JsonValue v) {
+    if (open_.empty()) root_ = std::move(v);
+    else if (open_.back().type_ == JsonValue::Type::Array) open_.back().items_.push_back(std::move(v));
+    else open_.back().members_.emplace_back(std::move(keys_.back()), std::move(v));
   }
 
-  uint32_t hex4() {
-    if (i_ + 4 > s_.size()) fail("short \\u escape");
-    uint32_t cp = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char h = s_[i_++];
-      cp <<= 4;
-      if (h >= '0' && h <= '9') cp |= uint32_t(h - '0');
-      else if (h >= 'a' && h <= 'f') cp |= uint32_t(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') cp |= uint32_t(h - 'A' + 10);
-      else fail("bad hex digit in \\u escape");
-    }
-    return cp;
-  }
-
-  // The length of the valid UTF-8 sequence at s_[i_], or 0 when it is not one.
-  size_t utf8_length() const {
-    const auto b = [&](size_t k) { return i_ + k < s_.size() ? (unsigned char)s_[i_ + k] : 0u; };
-    const unsigned c = b(0);
-    const auto cont = [&](size_t k) { return (b(k) & 0xC0) == 0x80; };
-    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-      if (!cont(1) || !cont(2)) return 0;
-      if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-      if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
-      return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-      if (!cont(1) || !cont(2) || !cont(3)) return 0;
-      if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-      if (c == 0xF4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
-      return 4;
-    }
-    return 0;
-  }
-
-  std::string string() {
-    ++i_;  // the opening quote
-    std::string out;
-    for (;;) {
-      if (i_ >= s_.size()) fail("unterminated string");
-      const unsigned char c = (unsigned char)s_[i_];
-      if (c == '"') {
-        ++i_;
-        return out;
-      }
-      if (c < 0x20) fail("control character in a string");
-      if (c == '\\') {
-        if (++i_ >= s_.size()) fail("unterminated escape");
-        const char e = s_[i_++];
-        switch (e) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          case 'u': {
-            uint32_t cp = hex4();
-            if (cp >= 0xD800 && cp <= 0xDBFF && i_ + 1 < s_.size() && s_[i_] == '\\' && s_[i_ + 1] == 'u') {
-              const size_t save = i_;
-              i_ += 2;
-              const uint32_t lo = hex4();
-              if (lo >= 0xDC00 && lo <= 0xDFFF) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-              else i_ = save;
-            }
-            if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;  // a lone surrogate
-            put_utf8(out, cp);
-            break;
-          }
-          default: --i_; fail("bad escape");
-        }
-        continue;
-      }
-      if (c < 0x80) {
-        out += char(c);
-        ++i_;
-        continue;
-      }
-      const size_t n = utf8_length();
-      if (n == 0) {
-        put_utf8(out, 0xFFFD);
-        ++i_;
-      } else {
-        out.append(s_, i_, n);
-        i_ += n;
-      }
-    }
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
+  const Prepared& p_;
+  std::vector<JsonValue> open_;
+  std::vector<std::string> keys_;
+  size_t next_number_ = 0;
+  JsonValue root_;
 };
 
-JsonValue JsonValue::parse(const std::string& text) { return JsonParser(text).document(); }
+JsonValue JsonValue::parse(const std::string& text) {
+  const Prepared p = prepare(text);
+  return JsonParser(p).document();
+}
 
 namespace {
 [[noreturn]] void wrong_type(JsonValue::Type want, JsonValue::Type got) {

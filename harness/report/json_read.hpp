@@ -1,7 +1,8 @@
-// json_read.hpp — a minimal JSON reader for the harness's own reports: the verify/bisect report
+// json_read.hpp — the JSON reader for the harness's own reports: the verify/bisect report
 // (report.cpp write_json) and the bench report (bench_cli.cpp), so that the JUnit and HTML writers
 // (junit.hpp, html_report.hpp) take a report as their input whether it was written by this run or
-// read back from a file. No dependency.
+// read back from a file. The parsing is nlohmann/json's (its SAX interface, in json_read.cpp only;
+// this header does not expose it); json_read.cpp adds the guarantees below.
 //
 //   const JsonValue r = JsonValue::parse(text);         // InputError, with the byte offset, if not JSON
 //   for (const auto& t : r.at("trials").items()) t.str_or("outcome", "?");
@@ -9,7 +10,10 @@
 // Objects keep their members in the order written (the writers' order is meaningful: stage order,
 // histogram bucket order). Strings are returned as UTF-8; bytes that are not valid UTF-8 (a child's
 // log may hold anything) are replaced by U+FFFD, so every string is safe to put into XML or HTML
-// after escaping. Numbers keep the text they were written as, so integers print exactly.
+// after escaping. Numbers keep the text they were written as, so integers print exactly; a number
+// beyond the range of a double is refused. A value nested inside more than 256 arrays or objects is
+// refused. Duplicate member names are all kept; find() and at() return the first. A UTF-8 byte
+// order mark before the text is skipped.
 #pragma once
 #include <string>
 #include <utility>

@@ -4,6 +4,7 @@
 // must read back exactly as the harness prints them.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 
@@ -63,6 +64,40 @@ TEST_CASE("json_read: malformed input is an InputError naming the offset") {
   CHECK_THROWS_AS(JsonValue::parse("{}").at("x"), InputError);
   CHECK_THROWS_AS(JsonValue::parse("3").str(), InputError);
   CHECK_THROWS_AS(read_json_file("/nonexistent/report.json"), InputError);
+}
+
+TEST_CASE("json_read: what the reader adds around the library") {
+  // Offsets count the caller's bytes, also after invalid UTF-8 that became the 3-byte U+FFFD.
+  CHECK_THROWS_WITH_AS(JsonValue::parse("[\"\xFF\xFF\", 1,, 2]"), doctest::Contains("at byte 9"), InputError);
+  CHECK_THROWS_WITH_AS(JsonValue::parse("[1, 2,, 3]"), doctest::Contains("expected"), InputError);
+  // Numbers keep their text, also where the library reads only a value.
+  CHECK(JsonValue::parse("-0").text() == "-0");
+  CHECK(std::signbit(JsonValue::parse("-0").number()));
+  CHECK(JsonValue::parse("123456789012345678901234567890").text() == "123456789012345678901234567890");
+  CHECK(JsonValue::parse("[1E+2,-0.50]").text() == "[1E+2,-0.50]");
+  // A number beyond the range of a double is refused (the writer writes non-finite values as null).
+  CHECK_THROWS_WITH_AS(JsonValue::parse("[1e400]"), doctest::Contains("at byte"), InputError);
+  // The depth limit: 256 containers around a value; an empty container may be the 257th.
+  const auto nest = [](int n, const std::string& inner) { return std::string(n, '[') + inner + std::string(n, ']'); };
+  CHECK_NOTHROW(JsonValue::parse(nest(256, "1")));
+  CHECK_NOTHROW(JsonValue::parse(nest(257, "")));
+  CHECK_THROWS_WITH_AS(JsonValue::parse(" " + nest(257, " 1")),
+                       doctest::Contains("nesting deeper than 256 at byte 259"), InputError);
+  CHECK_THROWS_WITH_AS(JsonValue::parse(nest(256, "{\"k\": 2}")), doctest::Contains("at byte 262"), InputError);
+  // A NUL byte ends the text for the library; after a value it is still text after the value.
+  CHECK_THROWS_WITH_AS(JsonValue::parse(std::string("[1] \0 x", 7)), doctest::Contains("at byte 4"), InputError);
+  CHECK_THROWS_AS(JsonValue::parse(std::string("[1\0]", 4)), InputError);
+  CHECK_THROWS_AS(JsonValue::parse(std::string("\"a\0\"", 4)), InputError);
+  // Duplicate member names are all kept in order; lookups find the first.
+  const JsonValue dup = JsonValue::parse(R"({"a":1,"b":2,"a":3})");
+  CHECK(dup.members().size() == 3);
+  CHECK(dup.at("a").text() == "1");
+  CHECK(dup.text() == R"({"a":1,"b":2,"a":3})");
+  // Unpaired surrogates around a pair, and an escaped backslash before "u".
+  CHECK(JsonValue::parse(R"("\udc00\ud83d\ude00\ud800")").str() == "\xEF\xBF\xBD\xF0\x9F\x98\x80\xEF\xBF\xBD");
+  CHECK(JsonValue::parse(R"("\\ud800")").str() == "\\ud800");
+  // A byte order mark before the text is skipped.
+  CHECK(JsonValue::parse("\xEF\xBB\xBF[1]").text() == "[1]");
 }
 
 TEST_CASE("json_read: flatten names nested fields with dots and skips what it is told") {
