@@ -25,8 +25,9 @@ namespace nvfp4 {
 // them: the CLI's --budget-* options, their range checks, the report's budgets, the watchdog, the
 // fault drills and the child's pipeline all iterate it, so a stage cannot be known to one and not
 // another. Load, setup and teardown belong to the harness's child around the path; tune and
-// capture run only when an optimization adds them; time only in bench mode (§4.1).
-enum class Stage { Load, Setup, Init, Tune, Warmup, Capture, Run, Time, Teardown };
+// capture run only when an optimization adds them; configs only where the base path offers more than
+// one configuration (§3.2); time only in bench mode (§4.1).
+enum class Stage { Load, Setup, Init, Tune, Warmup, Capture, Run, Configs, Time, Teardown };
 
 struct StageInfo {
   Stage id;
@@ -46,6 +47,8 @@ inline constexpr StageInfo kStages[] = {
     {Stage::Warmup, "warmup", 30, Stage::Warmup, true, "the eager calls before the checked ones"},
     {Stage::Capture, "capture", 30, Stage::Capture, true, "graph capture and instantiation"},
     {Stage::Run, "run", 60, Stage::Run, true, "the checked calls"},
+    {Stage::Configs, "configs", 0, Stage::Run, false,
+     "every configuration the base path offers for the shape (Plan::candidates), one checked call each"},
     {Stage::Time, "time", 60, Stage::Time, true, "bench mode: the timed steady state"},
     {Stage::Teardown, "teardown", 0, Stage::Init, false, "the plan destroyed"},
 };

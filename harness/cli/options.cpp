@@ -54,6 +54,9 @@ po::options_description group_options(Group g) {
           ("fresh", po::value<std::string>()->default_value(input_set_name(d.fresh)),
            "what each checked call gets new: 'activations' (A and SFA, as in an engine) or 'all' (all six "
            "inputs and the alphas)")
+          ("configs", po::value<std::string>()->default_value("all"),
+           "'all': in trials of plain or a variant alone, also every configuration the path offers for the shape "
+           "(stage configs, one checked call each); 'chosen': only the one the path picks")
           ("tune-cache", po::value<std::string>(),
            "directory of the on-disk autotune cache (default: none, so stage tune really tunes)")
           ("tune-reps", po::value<int>()->default_value(d.plan.tune_reps), "timed calls per autotune candidate")
@@ -131,6 +134,10 @@ TrialOptions trial_options(const po::variables_map& vm) {
   if (fresh != "activations" && fresh != "all")
     throw InputError("--fresh: must be 'activations' or 'all', not '" + fresh + "'");
   opt.fresh = fresh == "all" ? InputSet::All : InputSet::Activations;
+  const std::string configs = vm["configs"].as<std::string>();
+  if (configs != "all" && configs != "chosen")
+    throw InputError("--configs: must be 'all' or 'chosen', not '" + configs + "'");
+  opt.configs = configs == "all";
   for (const auto& s : kStages)
     if (has_own_budget(s.id) && vm.count(budget_option(s.id))) opt.budget[s.id] = vm[budget_option(s.id)].as<double>();
   opt.budget.trial = vm["budget-trial"].as<double>();

@@ -210,9 +210,14 @@ std::vector<TrialSpec> level_order(const Session& s, const std::string& backend,
 std::string failure_brief(const TrialResult& r) {
   std::string s = std::string(outcome_name(r.outcome));
   if (!r.stage.empty()) s += " in stage " + r.stage + " after " + fixed1(r.stage_elapsed) + " s";
-  if (r.outcome == Outcome::Fail && r.compared)
+  if (r.outcome == Outcome::Fail && !r.configs_failing.empty()) {
+    s += ", in configuration";
+    s += r.configs_failing.size() == 1 ? " " : "s ";
+    for (size_t i = 0; i < r.configs_failing.size(); ++i) s += (i ? ", [" : "[") + r.configs_failing[i] + "]";
+  } else if (r.outcome == Outcome::Fail && r.compared) {
     s += ", " + std::to_string(r.cmp.over_tolerance) + " element" +
          (r.cmp.over_tolerance == 1 ? "" : "s") + " over tolerance";
+  }
   else if ((r.outcome == Outcome::Error || r.outcome == Outcome::Crash) && !r.message.empty()) {
     // The verdict is one line: only the message's first line, shortened.
     std::string m = r.message.substr(0, r.message.find('\n'));

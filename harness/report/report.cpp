@@ -74,6 +74,7 @@ std::string reproducer(const TrialSpec& t, const std::string& program) {
   add_if(cmd, o.warmup != d.warmup, "--warmup", std::to_string(o.warmup));
   add_if(cmd, o.runs != d.runs, "--runs", std::to_string(o.runs));
   add_if(cmd, o.fresh != d.fresh, "--fresh", input_set_name(o.fresh));
+  add_if(cmd, o.configs != d.configs, "--configs", o.configs ? "all" : "chosen");
   for (const auto& s : kStages)
     if (has_own_budget(s.id))
       add_if(cmd, o.budget[s.id] != d.budget[s.id], std::string("--budget-") + s.name, num(o.budget[s.id]));
@@ -377,6 +378,12 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
       j.key("metrics_call").value(r.cmp_call);
       j.key("metrics");
       write_comparison_json(j, r.cmp);
+      if (!r.configs_checked.empty()) {
+        j.key("configs").begin_object();
+        j.key("checked").array(r.configs_checked);
+        j.key("failing").array(r.configs_failing);
+        j.end_object();
+      }
     }
     if (r.timed) {
       const Timing& t = r.timing.t;

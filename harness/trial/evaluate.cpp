@@ -58,6 +58,50 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
   r.timing = child.timing;
 }
 
+// Stage configs (trial.hpp): every configuration's output against the reference of its own input
+// set. A trial whose checked calls passed but one of whose configurations fails is FAIL in stage
+// configs, naming the configurations that fail.
+void check_configs(TrialResult& r, const ChildReport& child, ReferenceCache& cache) {
+  const TrialSpec& spec = r.spec;
+  std::string first_detail;
+  for (size_t i = 0; i < child.config_outputs.size() && i < child.config_sets.size(); ++i) {
+    const std::string& name = child.config_names[i];
+    r.configs_checked.push_back(name);
+    const int set = child.config_sets[i];
+    if (set < 0 || set > warmup_set(spec.options.runs)) {
+      r.configs_failing.push_back(name);
+      if (first_detail.empty()) first_detail = "names input set " + std::to_string(set);
+      continue;
+    }
+    const auto info = cache.get(spec.c, set, spec.options.fresh);
+    if (int64_t(child.config_outputs[i].size()) != info->ref.shape.c_elems()) {
+      r.configs_failing.push_back(name);
+      if (first_detail.empty()) first_detail = "output of the wrong size";
+      continue;
+    }
+    const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.config_outputs[i].data(),
+                                        nullptr, nullptr);
+    if (c.pass()) continue;
+    r.configs_failing.push_back(name);
+    if (first_detail.empty()) {
+      std::ostringstream m;
+      m << c.over_tolerance << " of " << c.elements << " elements over tolerance";
+      if (c.poisoned) m << " (" << c.poisoned << " unwritten)";
+      m << " on " << input_set_label(set, spec.options.runs);
+      first_detail = m.str();
+    }
+  }
+  if (r.configs_failing.empty()) return;
+  std::string names;
+  for (const auto& n : r.configs_failing) names += (names.empty() ? "" : ", ") + ("[" + n + "]");
+  r.outcome = Outcome::Fail;
+  r.stage = "configs";
+  r.stage_elapsed = r.stage_seconds("configs");
+  r.message = std::to_string(r.configs_failing.size()) + " of " + std::to_string(r.configs_checked.size()) +
+              " configurations fail on this shape: " + names + " (the first: " + first_detail +
+              "); the configuration the path chose passed";
+}
+
 }  // namespace
 
 TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
@@ -151,7 +195,8 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   if (failing.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
-    if (spec.options.bench) check_timed(r, child, cache);
+    check_configs(r, child, cache);
+    if (spec.options.bench && r.outcome == Outcome::Pass) check_timed(r, child, cache);
     return r;
   }
 

@@ -6,7 +6,8 @@
 // puts itself in its own process group, runs the stages and reports over a pipe, one line per message:
 //   enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
 //   | output CALL SET | intermediates | available | manifest FIELDS... | device TEXT
-//   | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS | timed-output INDEX SET | done
+//   | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS | timed-output INDEX SET
+//   | config-output INDEX SET NAME | done
 // (device: the CUDA_VISIBLE_DEVICES the child runs with, when set; a worker adds `end`: worker.hpp).
 // Stages: load (the backend's module, or the plugin library, is loaded and registered here, so
 // its load-time work, hang or crash is this child's; a worker loads once, in its first trial), setup (the harness builds the inputs; checks availability and support), init
@@ -20,6 +21,13 @@
 // like checked calls' (timed<INDEX>.f16, message timed-output INDEX SET) and the parent checks each
 // against the reference of its own set: a trial whose timed output fails is FAIL in stage time,
 // and no trial that is not PASS reports a time.
+// Stage configs (TrialOptions::configs, not in bench mode): in a trial whose combination holds no
+// wrapper (plain, or a variant alone), when the plan offers several configurations (candidates()),
+// the child selects each on the base plan in turn and makes one checked call on input set
+// i mod (R+1), poisoned first; the output goes to config<INDEX>.f16 with message config-output INDEX
+// SET NAME, and the parent checks each against its set's reference: a configuration that fails is
+// FAIL in stage configs naming it, though the default configuration passed (a kernel configuration
+// that only some shapes select is still verified on every shape that offers it).
 // Fresh inputs (cases.hpp): the plan is built, tuned, warmed up and captured on input set R; before
 // checked call i (1-based) the child writes input set i-1 into the plan (Plan::set_inputs, the
 // activations or, with --fresh all, every input) and poisons the output with kPoisonBits (all
@@ -80,6 +88,7 @@ struct External {
 struct TrialOptions {
   int warmup = 3;             // eager calls in stage warmup
   int runs = 3;               // checked calls in stage run
+  bool configs = true;        // stage configs: every configuration the base path offers, checked
   Budgets budget;
   PlanOptions plan;           // tune cache dir, tune reps, tune time budget
   std::vector<Fault> faults;
@@ -154,6 +163,8 @@ struct TrialResult {
   // Bench mode: the figures of stage time, only for a PASS trial whose timed outputs passed.
   bool timed = false;
   BenchFigures timing;
+  // Stage configs: the configurations checked, and those whose output failed.
+  std::vector<std::string> configs_checked, configs_failing;
 
   double stage_seconds(const std::string& name) const;  // -1 when absent
   // Seconds of the trial's wall time spent outside its stages (starting the child, the messages,
@@ -179,6 +190,10 @@ struct ChildReport {
   BenchFigures timing;
   std::vector<std::vector<uint16_t>> timed_outputs;
   std::vector<int> timed_sets;
+  // Stage configs: one output per configuration, with its input set and name.
+  std::vector<std::vector<uint16_t>> config_outputs;
+  std::vector<int> config_sets;
+  std::vector<std::string> config_names;
   // Load probe: what the loaded plugin declares, one entry per `manifest` message: {"backend",
   // NAME, SUMMARY} then {"optimization", NAME, STAGES (comma-joined), SUMMARY} for each.
   std::vector<std::vector<std::string>> manifest;

@@ -150,6 +150,35 @@ void time_stage(Channel& ch, const TrialSpec& t, Plan& plan, const std::vector<P
                      num(f.t.rse), num(f.b2b), std::to_string(f.b2b_calls)});
 }
 
+// Whether the combination holds no wrapper: its plan is the base plan itself, whose configurations
+// stage configs may switch freely (a wrapper such as a captured graph would keep replaying one).
+bool only_variants(const Registry& reg, const std::string& backend, const Combo& combo) {
+  for (const auto& name : combo.opts) {
+    const Optimization* o = reg.optimization(backend, name);
+    if (!o || o->kind != OptKind::Variant) return false;
+  }
+  return true;
+}
+
+// Stage configs (trial.hpp): each configuration of the base plan, one poisoned checked call on
+// input set i mod (R+1), its output to the parent.
+void configs_stage(Channel& ch, Plan& base, const std::vector<Problem>& sets, const TrialOptions& o,
+                   const std::string& dir) {
+  const std::vector<std::string> names = base.candidates();
+  std::vector<uint16_t> c(size_t(sets[0].shape.c_elems()));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const int set = int(i % size_t(warmup_set(o.runs) + 1));
+    base.select(i);
+    base.set_inputs(sets[size_t(set)], o.fresh);
+    base.poison_output(kPoisonBits);
+    base.enqueue();
+    base.synchronize();
+    base.read_output(c.data());
+    write_file(dir + "/config" + std::to_string(i) + ".f16", c.data(), c.size() * 2);
+    ch.send("config-output", {std::to_string(i), std::to_string(set), names[i]});
+  }
+}
+
 // `loaded`: a worker's plugin, loaded by its first trial and kept for the next (nullptr: one
 // trial per process).
 void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe,
@@ -283,6 +312,8 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
     }
   });
+  if (o.configs && !o.bench && only_variants(reg, t.backend, t.combo) && plan->base()->candidates().size() > 1)
+    stage(ch, Stage::Configs, [&] { configs_stage(ch, *plan->base(), sets, o, dir); });
   if (o.bench) stage(ch, Stage::Time, [&] { time_stage(ch, t, *plan, sets, dir); });
   stage(ch, Stage::Teardown, [&] { plan.reset(); });
 }

@@ -6,6 +6,7 @@
 //   out<i>.f16   the output of checked call i+1 (L*M*N fp16 bit patterns, (L, M, N))
 //   timed<i>.f16 bench mode: timed output i of stage time (0: the last timed call, 1: the last
 //                back-to-back call)
+//   config<i>.f16 stage configs: the output of the i-th configuration's checked call
 //   g.f32 u.f32  the path's intermediates after the last checked call, when it exposes them
 //                (fp32, (L, M, N), alpha not applied)
 //   child.log    the child's stdout and stderr (a worker's: while it ran this trial)
@@ -227,6 +228,9 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
       talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
     } else if (kind == "timed-output" && f.size() > 2) {
       talk.timed_sets.push_back(std::atoi(f[2].c_str()));
+    } else if (kind == "config-output" && f.size() > 3) {
+      talk.config_sets.push_back(std::atoi(f[2].c_str()));
+      talk.config_names.push_back(f[3]);
     } else if (kind == "timing" && f.size() > 8) {
       rep.timed = true;
       rep.timing.t.reps = std::atoi(f[1].c_str());
@@ -358,6 +362,20 @@ void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec
     rep.timed_outputs.push_back(std::move(c));
   }
   rep.timed_sets = talk.timed_sets;
+  for (size_t i = 0; i < talk.config_sets.size() && rep.outcome == Outcome::Pass; ++i) {
+    const std::string path = dir + "/config" + std::to_string(i) + ".f16";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || (elems >= 0 && st.st_size != elems * 2)) {
+      rep.outcome = Outcome::Error;
+      rep.message = "the output of configuration " + talk.config_names[i] + " is missing or has the wrong size";
+      break;
+    }
+    std::vector<uint16_t> c(size_t(st.st_size / 2));
+    read_file(path, c.data(), c.size() * 2);
+    rep.config_outputs.push_back(std::move(c));
+  }
+  rep.config_sets = talk.config_sets;
+  rep.config_names = talk.config_names;
   if (rep.have_intermediates) {
     rep.g.resize(talk.mid_g);
     rep.u.resize(talk.mid_u);

@@ -41,6 +41,7 @@ enum class Bug {
   PoisonOnly,          // computes only when the output holds the poison pattern
   CachedResult,        // returns its first result again on later calls
   IgnoresInputs,       // set_inputs() keeps the old inputs
+  SplitKConfig,        // correct as chosen; its second configuration (split K) skips the middle block
 };
 
 struct BugInfo {
@@ -50,6 +51,8 @@ struct BugInfo {
 };
 
 const BugInfo kBugs[] = {
+    {Bug::SplitKConfig, "split-k-config",
+     "planted: right in the configuration it picks; its split-K configuration skips the middle K block"},
     {Bug::Bf16Intermediates, "bf16-intermediates", "planted: G and U rounded to bf16 before the epilogue"},
     {Bug::Fp16Intermediates, "fp16-intermediates", "planted: G and U rounded to fp16 before the epilogue"},
     {Bug::Fp16Accumulation, "fp16-accumulation", "planted: block dot products summed in an fp16 accumulator"},
@@ -126,6 +129,13 @@ class PlantedPlan : public cpu::HostPlan {
 
   std::string describe() const override { return "PLANTED BUG " + name_ + " (cpu plain arithmetic otherwise)"; }
 
+  // Only split-k-config offers configurations: the default (whole K, index 0) and split K.
+  std::vector<std::string> candidates() const override {
+    if (bug_ != Bug::SplitKConfig) return {};
+    return {"whole K", "split K, 2 parts"};
+  }
+  void select(size_t index) override { split_ = bug_ == Bug::SplitKConfig && index == 1; }
+
   void set_inputs(const Problem& p, InputSet which) override {
     if (bug_ == Bug::IgnoresInputs) return;
     HostPlan::set_inputs(p, which);
@@ -189,7 +199,7 @@ class PlantedPlan : public cpu::HostPlan {
       decode(problem_.a.data() + l * M * (K / 2), problem_.sfa.data() + l * M * KB, M, K, false, a.data());
       decode(problem_.b1.data() + l * N * (K / 2), problem_.sfb1.data() + l * N * KB, N, K, true, b1.data());
       decode(problem_.b2.data() + l * N * (K / 2), problem_.sfb2.data() + l * N * KB, N, K, false, b2.data());
-      if (bug_ == Bug::DroppedBlock)
+      if (bug_ == Bug::DroppedBlock || split_)
         for (int64_t m = 0; m < M; ++m)
           std::fill_n(a.data() + m * K + (KB / 2) * kBlock, kBlock, 0.0f);
       gemm(a.data(), b1.data(), g.data(), M, N, K);
@@ -218,6 +228,7 @@ class PlantedPlan : public cpu::HostPlan {
 
   Bug bug_;
   std::string name_;
+  bool split_ = false;  // split-k-config: the configuration the harness selected
   int64_t calls_ = 0;
   std::vector<uint16_t> cache_;
 };

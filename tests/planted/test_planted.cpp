@@ -93,4 +93,19 @@ TEST_CASE("alpha-ignored") { expect_caught("alpha-ignored", "bound"); }
 TEST_CASE("cached-result") { expect_caught("cached-result", "bound"); }
 TEST_CASE("ignores-inputs") { expect_caught("ignores-inputs", "bound"); }
 TEST_CASE("poison-only") { expect_caught("poison-only", "bound"); }
+TEST_CASE("split-k-config: a configuration the path does not pick is verified all the same (stage configs)") {
+  const Caught c = expect_caught("split-k-config", "");
+  CHECK(harness_cli::has(c.out, "FAIL cpu split-k-config"));
+  CHECK(harness_cli::has(c.out, "in stage configs"));
+  CHECK(harness_cli::has(c.out, "[split K, 2 parts]"));
+  // Only the configuration the path picks: the bug is invisible.
+  const Caught chosen = run_bug("split-k-config", "--configs chosen");
+  CHECK(chosen.rc == 0);
+  CHECK(chosen.fail == 0);
+  // Bisect names the configuration.
+  const auto b = harness_cli::run("--backend cpu --bisect split-k-config --shape 33x65x160");
+  CHECK(b.rc == 1);
+  CHECK(harness_cli::has(b.out, "culprit: split-k-config (FAIL in stage configs"));
+  CHECK(harness_cli::has(b.out, "in configuration [split K, 2 parts]"));
+}
 }
