@@ -9,11 +9,42 @@
 #include <thread>
 #include <vector>
 
+#include "external.hpp"
 #include "trial.hpp"
 
 namespace nvfp4 {
 
 namespace {
+
+// The inputs checked call i was handed (index i-1) and the warm-up's (index R): for a built-in
+// path input set i-1 in the trial's mode, written into its buffers; for a Python submission the
+// driver's mix of in-place refills and new tensors (external.hpp, submission_calls).
+std::vector<SubmissionCall> calls_of(const TrialSpec& spec) {
+  const External* e = spec.options.external(spec.backend);
+  if (e && e->kind == External::Submission) return submission_calls(spec, *e);
+  std::vector<SubmissionCall> calls;
+  for (int set = 0; set <= warmup_set(spec.options.runs); ++set) {
+    SubmissionCall k;
+    k.set = set;
+    k.mode = spec.options.fresh;
+    calls.push_back(k);
+  }
+  return calls;
+}
+
+// The reference of the inputs `k` describes. A set that keeps the case's alphas shares G and U with
+// the cached set of its seed; only its output and the flags derived from it are computed again.
+std::shared_ptr<const CaseInfo> reference_of(ReferenceCache& cache, const CaseSpec& c, const SubmissionCall& k) {
+  auto info = cache.get(c, k.set, k.mode);
+  if (!k.keep_alphas || (info->alpha1 == c.alpha1 && info->alpha2 == c.alpha2)) return info;
+  auto own = std::make_shared<CaseInfo>(*info);
+  own->alpha1 = c.alpha1;
+  own->alpha2 = c.alpha2;
+  for (size_t i = 0; i < own->ref.c.size(); ++i)
+    own->ref.c[i] = reference_epilogue(own->ref.g[i], own->ref.u[i], c.alpha1, c.alpha2);
+  own->degeneracy = assess_reference(own->ref.c);
+  return own;
+}
 
 std::string joined(const std::vector<int>& v, const char* sep = ",") {
   std::string s;
@@ -105,9 +136,12 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   // Every call against the reference of its own input set. The intermediates belong to the last
   // call (trial.hpp), so only its comparison can attribute an error to a GEMM or the epilogue.
   r.compared = true;
+  const std::vector<SubmissionCall> inputs = calls_of(spec);
+  const External* ext = spec.options.external(spec.backend);
+  const bool submission = ext && ext->kind == External::Submission;
   std::vector<int> failing;
   std::vector<std::shared_ptr<const CaseInfo>> infos;
-  for (int i = 0; i < calls; ++i) infos.push_back(cache.get(spec.c, checked_call_set(i + 1), mode));
+  for (int i = 0; i < calls; ++i) infos.push_back(reference_of(cache, spec.c, inputs[size_t(i)]));
   // The calls' comparisons are independent: one thread each (a large output takes a while), each
   // scanning its output on its share of the cores. When no thread can be started, the comparison
   // runs here (std::launch::deferred).
@@ -148,24 +182,30 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       r.cmp_call = i + 1;
     }
   }
-  if (failing.empty()) {
+  // A submission's driver reads each output twice (submission_driver.py): in order on the calling
+  // stream, and after a device-wide synchronize. Different bytes are a FAIL whatever they compare
+  // like: the output was still being written when the caller's stream reached it.
+  std::vector<std::string> unjoined;
+  if (submission)
+    for (const auto& note : child.notes)
+      if (note.find(kUnjoinedStreamNote) != std::string::npos) unjoined.push_back(note);
+  if (failing.empty() && unjoined.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
     if (spec.options.bench) check_timed(r, child, cache);
     return r;
   }
 
-  // Does a failing output pass against another set's reference (a checked call's or the
-  // warm-up's)? Then the path computed on inputs it should no longer see.
+  // Does a failing output pass against the reference of other inputs the path was handed (another
+  // checked call's or the warm-up's)? Then the path computed on inputs it should no longer see.
   for (int call : failing) {
-    const int own = checked_call_set(call);
-    for (int other = 0; other <= warmup_set(runs); ++other) {
-      if (other == own) continue;
-      const auto info = cache.get(spec.c, other, mode);
+    for (int other = 0; other < int(inputs.size()); ++other) {
+      if (other == call - 1) continue;
+      const auto info = reference_of(cache, spec.c, inputs[size_t(other)]);
       const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2,
                                           child.outputs[size_t(call - 1)].data(), nullptr, nullptr, call);
       if (c.pass()) {
-        r.matches_set_per_call[size_t(call - 1)] = other;
+        r.matches_set_per_call[size_t(call - 1)] = inputs[size_t(other)].set;
         break;
       }
     }
@@ -174,13 +214,26 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.outcome = Outcome::Fail;
   r.stage = "run";
   r.stage_elapsed = r.stage_seconds("run");
+  std::ostringstream m;
+  for (size_t i = 0; i < unjoined.size(); ++i) m << (i ? "; " : "") << unjoined[i];
+  if (failing.empty()) {
+    r.message = m.str();
+    return r;
+  }
+  if (!unjoined.empty()) m << "; ";
   std::vector<int> failing_sets;
   for (int f : failing) failing_sets.push_back(checked_call_set(f));
-  std::ostringstream m;
   const bool one = failing.size() == 1;
-  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls << " (input set"
-    << (one ? " " : "s ") << joined(failing_sets) << "): " << r.cmp.over_tolerance << " of "
-    << r.cmp.elements << " elements over tolerance";
+  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls;
+  if (submission) {  // how each failing call was handed its inputs
+    m << " (";
+    for (size_t i = 0; i < failing.size(); ++i)
+      m << (i ? "; " : "") << submission_call_text(inputs[size_t(failing[i] - 1)], runs);
+    m << "): ";
+  } else {
+    m << " (input set" << (one ? " " : "s ") << joined(failing_sets) << "): ";
+  }
+  m << r.cmp.over_tolerance << " of " << r.cmp.elements << " elements over tolerance";
   if (!one) m << " in call " << r.cmp_call;
   std::vector<std::string> kinds;
   if (r.cmp.poisoned) kinds.push_back(std::to_string(r.cmp.poisoned) + " unwritten");
@@ -196,13 +249,25 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   for (int call : failing) {
     const int other = r.matches_set_per_call[size_t(call - 1)];
     if (other < 0) continue;
-    stale.push_back((one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
-                    " matches the reference of " + input_set_label(other, runs));
+    std::string s = (one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
+                    " matches the reference of " + input_set_label(other, runs);
+    if (submission) {
+      // Which earlier inputs it computed on says what kind of cache it keeps.
+      const SubmissionCall& k = inputs[size_t(call - 1)];
+      if (other != warmup_set(runs)) s += ", call " + std::to_string(other + 1) + "'s";
+      if (k.new_tensors)
+        s += ": a cache keyed by shape or a graph over the first call's tensors?";
+      else if (call == calls && calls > 1 && other == checked_call_set(call - 1))
+        s += ": the previous call's output, left in place: computes only when the output holds the poison?";
+      else
+        s += ": a result cached by shape or by tensor identity (id, data_ptr)?";
+    }
+    stale.push_back(s);
   }
   if (!stale.empty()) {
     m << "; ";
-    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
-    m << ": stale inputs or a cached result?";
+    for (size_t i = 0; i < stale.size(); ++i) m << (i ? (submission ? "; " : ", ") : "") << stale[i];
+    if (!submission) m << ": stale inputs or a cached result?";
   }
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
   r.message = m.str();
