@@ -107,7 +107,6 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.device = child.device;
   if (child.outcome != Outcome::Pass) return r;
 
-  const InputSet mode = spec.options.fresh;
   const int runs = spec.options.runs;
   const auto case_info = cache.get(spec.c);  // set 0: the case itself
   r.spec.c.shape = case_info->ref.shape;
@@ -245,7 +244,10 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     m << ")";
   }
   if (one && calls > 1) m << " (other calls pass)";
-  std::vector<std::string> stale;
+  std::vector<std::string> stale, hints;
+  auto hint = [&](const std::string& h) {
+    if (std::find(hints.begin(), hints.end(), h) == hints.end()) hints.push_back(h);
+  };
   for (int call : failing) {
     const int other = r.matches_set_per_call[size_t(call - 1)];
     if (other < 0) continue;
@@ -256,19 +258,32 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       const SubmissionCall& k = inputs[size_t(call - 1)];
       if (other != warmup_set(runs)) s += ", call " + std::to_string(other + 1) + "'s";
       if (k.new_tensors)
-        s += ": a cache keyed by shape or a graph over the first call's tensors?";
+        hint("a cache keyed by shape or a graph over the first call's tensors?");
       else if (call == calls && calls > 1 && other == checked_call_set(call - 1))
-        s += ": the previous call's output, left in place: computes only when the output holds the poison?";
+        hint("the previous call's output, left in place: computes only when the output holds the poison?");
       else
-        s += ": a result cached by shape or by tensor identity (id, data_ptr)?";
+        hint("a result cached by shape or by tensor identity (id, data_ptr)?");
     }
     stale.push_back(s);
   }
+  if (submission && stale.empty()) {
+    // Only the calls with new weights fail, and a call with the weights of the warm-up passes.
+    bool weights_only = true, kept_weights_pass = false;
+    for (int i = 0; i < calls; ++i) {
+      const bool fails = std::find(failing.begin(), failing.end(), i + 1) != failing.end();
+      const bool new_weights = inputs[size_t(i)].mode == InputSet::All;
+      weights_only = weights_only && fails == new_weights;
+      kept_weights_pass = kept_weights_pass || (!new_weights && !fails);
+    }
+    if (weights_only && kept_weights_pass)
+      hint("only the calls with new weights fail: weights or decoded weights cached from an earlier call?");
+  }
   if (!stale.empty()) {
     m << "; ";
-    for (size_t i = 0; i < stale.size(); ++i) m << (i ? (submission ? "; " : ", ") : "") << stale[i];
+    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
     if (!submission) m << ": stale inputs or a cached result?";
   }
+  for (size_t i = 0; i < hints.size(); ++i) m << (i || stale.empty() ? "; " : ": ") << hints[i];
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
   r.message = m.str();
   return r;

@@ -216,7 +216,8 @@ Problem submission_input_set(const TrialSpec& spec, const Problem& base, const S
 }
 
 std::string submission_call_text(const SubmissionCall& k, int runs) {
-  return std::string(k.new_tensors ? "new tensors, " : "in place, ") + input_set_label(k.set, runs);
+  return std::string(k.new_tensors ? "new tensors, " : "in place, ") +
+         (k.mode == InputSet::All ? "new weights, " : "new activations, ") + input_set_label(k.set, runs);
 }
 
 void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {

@@ -66,7 +66,7 @@ struct SubmissionCall {
 std::vector<SubmissionCall> submission_calls(const TrialSpec& spec, const External& e);
 // Input set `k.set` as the submission is handed it (`base`: spec.c.make()).
 Problem submission_input_set(const TrialSpec& spec, const Problem& base, const SubmissionCall& k);
-// "new tensors, input set 1" / "in place, input set 2" for a report.
+// "new tensors, new weights, input set 1" / "in place, new activations, input set 2" for a report.
 std::string submission_call_text(const SubmissionCall& k, int runs);
 // A driver's note that contains this marks a FAIL the parent cannot see in the output file alone:
 // the output read in order on the calling stream differed from a read after a device-wide
