@@ -13,6 +13,7 @@
 
 #include "case_dir.hpp"
 #include "errors.hpp"
+#include "input_store.hpp"
 #include "json_read.hpp"
 #include "registry.hpp"
 #include "user_file.hpp"
@@ -207,7 +208,12 @@ std::vector<SubmissionCall> submission_calls(const TrialSpec& spec, const Extern
 }
 
 Problem submission_input_set(const TrialSpec& spec, const Problem& base, const SubmissionCall& k) {
-  Problem p = k.set == 0 ? base : make_input_set(spec.c, base, k.set, k.mode);
+  Problem p;
+  // The parent's store holds the sets of the trial's own mode (input_store.hpp); others are built.
+  if (k.set == 0)
+    p = base;
+  else if (!read_stored_set(spec.options.input_store, spec.c, k.set, k.mode, p))
+    p = make_input_set(spec.c, base, k.set, k.mode);
   if (k.keep_alphas) {
     p.alpha1 = base.alpha1;
     p.alpha2 = base.alpha2;
@@ -223,7 +229,8 @@ std::string submission_call_text(const SubmissionCall& k, int runs) {
 void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
   const External* e = spec.options.external(spec.backend);
   if (!e) throw std::logic_error("write_submission_inputs: " + spec.backend + " is not a submission");
-  const Problem base = spec.c.make();
+  Problem base;
+  if (!read_stored_set(spec.options.input_store, spec.c, 0, InputSet::Activations, base)) base = spec.c.make();
   const int runs = spec.options.runs;
   const auto calls = submission_calls(spec, *e);
   auto save = [&](const std::string& sub, const SubmissionCall& k) {
