@@ -36,12 +36,15 @@ std::vector<SubmissionCall> calls_of(const TrialSpec& spec) {
 // the cached set of its seed; only its output and the flags derived from it are computed again.
 std::shared_ptr<const CaseInfo> reference_of(ReferenceCache& cache, const CaseSpec& c, const SubmissionCall& k) {
   auto info = cache.get(c, k.set, k.mode);
-  if (!k.keep_alphas || (info->alpha1 == c.alpha1 && info->alpha2 == c.alpha2)) return info;
+  if (!k.keep_alphas) return info;
+  const auto base = cache.get(c);  // set 0: the case's own alphas (a case directory's included)
+  const float a1 = base->alpha1, a2 = base->alpha2;
+  if (info->alpha1 == a1 && info->alpha2 == a2) return info;
   auto own = std::make_shared<CaseInfo>(*info);
-  own->alpha1 = c.alpha1;
-  own->alpha2 = c.alpha2;
+  own->alpha1 = a1;
+  own->alpha2 = a2;
   for (size_t i = 0; i < own->ref.c.size(); ++i)
-    own->ref.c[i] = reference_epilogue(own->ref.g[i], own->ref.u[i], c.alpha1, c.alpha2);
+    own->ref.c[i] = reference_epilogue(own->ref.g[i], own->ref.u[i], a1, a2);
   own->degeneracy = assess_reference(own->ref.c);
   return own;
 }
