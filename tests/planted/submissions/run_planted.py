@@ -83,15 +83,18 @@ def backend_of(path):
     return "submission:" + (os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "submission" else stem)
 
 
-def run_harness(path, verify, fresh, seed, extra=()):
-    """Runs the harness on the submission; returns (exit code, the JSON report, combined output)."""
+def run_harness(path, verify, fresh, seed, extra=(), default_suite=False):
+    """Runs the harness on the submission (on SHAPES, or on the embedded default suite); returns
+    (exit code, the JSON report, combined output)."""
     path = path if os.path.isabs(path) else os.path.join(HERE, path)
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
         args = [HARNESS, "--submission", path, "--backend", backend_of(path), "--verify", verify,
-                "--fresh", fresh, "--seed", str(seed), "--dist", "normal", "--json", report]
-        for shape in SHAPES[LABEL]:
-            args += ["--shape", shape]
+                "--fresh", fresh, "--seed", str(seed), "--json", report]
+        if not default_suite:
+            args += ["--dist", "normal"]
+            for shape in SHAPES[LABEL]:
+                args += ["--shape", shape]
         proc = subprocess.run(args + list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
         out = proc.stdout.decode(errors="replace")
         if not os.path.exists(report):
@@ -134,6 +137,11 @@ class PlantedSubmissions(unittest.TestCase):
                 rc, report, out = run_harness(correct, "plain", "all", 5, ["--runs", runs])
                 self.assertEqual(rc, 0, out)
         if LABEL == "cpu":
+            # The default suite (every distribution, edge scales, NaN scales, overflow, alpha cases)
+            # with new weights and alphas on every call.
+            rc, report, out = run_harness("cpu/correct_alphas.py", "plain", "all", 4, default_suite=True)
+            self.assertEqual([t["outcome"] for t in report["trials"] if t["outcome"] != "PASS"], [])
+            self.assertEqual(rc, 0, out)
             rc, report, out = run_harness("cpu/correct_alphas.py", "plain", "all", 5, ["--alpha", "-1.5,0.75"])
             self.assertEqual(rc, 0, out)
             rc, report, out = run_harness("cpu/correct.py", "plain", "all", 5, ["--alpha", "-1.5,0.75"])
