@@ -83,7 +83,7 @@ def backend_of(path):
     return "submission:" + (os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "submission" else stem)
 
 
-def run_harness(path, verify, fresh, seed, extra=(), default_suite=False):
+def run_harness(path, verify, fresh, seed, extra=(), default_suite=False, shapes=None):
     """Runs the harness on the submission (on SHAPES, or on the embedded default suite); returns
     (exit code, the JSON report, combined output)."""
     path = path if os.path.isabs(path) else os.path.join(HERE, path)
@@ -93,7 +93,7 @@ def run_harness(path, verify, fresh, seed, extra=(), default_suite=False):
                 "--fresh", fresh, "--seed", str(seed), "--json", report]
         if not default_suite:
             args += ["--dist", "normal"]
-            for shape in SHAPES[LABEL]:
+            for shape in shapes or SHAPES[LABEL]:
                 args += ["--shape", shape]
         proc = subprocess.run(args + list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
         out = proc.stdout.decode(errors="replace")
@@ -115,6 +115,22 @@ class PlantedSubmissions(unittest.TestCase):
                     self.assertEqual(trial["stage"] if "stage" in trial else "run", "run")
                     for phrase in phrases:
                         self.assertIn(phrase, trial["message"])
+
+    def test_watchdog_and_clock_are_the_harnesss(self):
+        if LABEL != "cpu":
+            self.skipTest("numpy submissions only")
+        # A hang on the first new arrays (call 2) is a TIMEOUT in stage run, stopped by the budget.
+        rc, report, out = run_harness("cpu/hangs_on_new_arrays.py", "plain", "activations", 7,
+                                      ["--budget-run", "3"], shapes=["8x8x32"])
+        self.assertEqual(rc, 1, out)
+        for trial in report["trials"]:
+            self.assertEqual((trial["outcome"], trial["stage"]), ("TIMEOUT", "run"), trial["message"])
+        # A submission that zeroes the clocks of its own process still takes its real time.
+        rc, report, out = run_harness("cpu/patches_clock.py", "plain", "activations", 7)
+        self.assertEqual(rc, 0, out)
+        for trial in report["trials"]:
+            seconds = {s["stage"]: s["seconds"] for s in trial["stages"]}
+            self.assertGreaterEqual(seconds["run"], 0.85, trial["stages"])  # 3 calls of 0.3 s
 
     def test_correct_submissions_pass_every_combination_in_both_modes_over_seeds(self):
         for path, verify in CORRECT[LABEL]:
