@@ -74,7 +74,12 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
     const int set = child.timed_sets[i];
     if (set < 0 || set > warmup_set(runs))
       return fail(Outcome::Error, std::string("bench mode: ") + what[i] + " names input set " + std::to_string(set));
-    const auto info = cache.get(spec.c, set, spec.options.fresh);
+    const External* e = spec.options.external(spec.backend);
+    SubmissionCall k;
+    k.set = set;
+    k.mode = spec.options.fresh;
+    if (e && e->kind == External::Submission) k = submission_timed_set(spec, *e, set);
+    const auto info = reference_of(cache, spec.c, k);
     if (int64_t(child.timed_outputs[i].size()) != info->ref.shape.c_elems())
       return fail(Outcome::Error, std::string("bench mode: the output of ") + what[i] + " has the wrong size");
     const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.timed_outputs[i].data(),

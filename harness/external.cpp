@@ -221,6 +221,14 @@ Problem submission_input_set(const TrialSpec& spec, const Problem& base, const S
   return p;
 }
 
+SubmissionCall submission_timed_set(const TrialSpec& spec, const External& e, int set) {
+  SubmissionCall k;
+  k.set = set;
+  k.mode = spec.options.fresh;
+  k.keep_alphas = k.mode == InputSet::All && !e.alphas;
+  return k;
+}
+
 std::string submission_call_text(const SubmissionCall& k, int runs) {
   return std::string(k.new_tensors ? "new tensors, " : "in place, ") +
          (k.mode == InputSet::All ? "new weights, " : "new activations, ") + input_set_label(k.set, runs);
@@ -253,13 +261,31 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
                                                                             : "in-place activations") +
                                           "\n");
   }
+  // Bench trials time calls on sets 0..R in the trial's own mode (submission_driver.py, stage time).
+  if (spec.options.bench)
+    for (int set = 0; set < runs; ++set) save("bench" + std::to_string(set), submission_timed_set(spec, *e, set));
 }
 
 std::vector<std::string> submission_child_args(const External& e, const TrialSpec& spec, int fd,
                                                const std::string& dir) {
-  return {e.python, e.driver, "run", "--fd", std::to_string(fd), "--dir", dir, "--submission", e.path,
-          "--toggles", spec.combo.str(), "--warmup", std::to_string(spec.options.warmup),
-          "--runs", std::to_string(spec.options.runs)};
+  std::vector<std::string> args = {e.python, e.driver, "run", "--fd", std::to_string(fd), "--dir", dir,
+                                   "--submission", e.path, "--toggles", spec.combo.str(),
+                                   "--warmup", std::to_string(spec.options.warmup),
+                                   "--runs", std::to_string(spec.options.runs)};
+  if (spec.options.bench) {
+    const TimingRule& t = spec.options.timing;
+    auto num = [](double v) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      return std::string(buf);
+    };
+    for (const std::string& a : {std::string("--bench"), std::string("--bench-rse"), num(t.rse),
+                                 std::string("--bench-max-time"), num(t.max_time_s),
+                                 std::string("--bench-min-reps"), std::to_string(t.min_reps),
+                                 std::string("--bench-max-reps"), std::to_string(t.max_reps)})
+      args.push_back(a);
+  }
+  return args;
 }
 
 }  // namespace nvfp4

@@ -64,6 +64,9 @@ struct SubmissionCall {
 };
 // Checked calls 1..R at indices 0..R-1, then the warm-up's entry (set R) at index R.
 std::vector<SubmissionCall> submission_calls(const TrialSpec& spec, const External& e);
+// Input set `set` as a bench trial's timed calls hand it (submission_driver.py, stage time): in the
+// trial's own mode, in place for the per-call figure and as distinct new tensors back to back.
+SubmissionCall submission_timed_set(const TrialSpec& spec, const External& e, int set);
 // Input set `k.set` as the submission is handed it (`base`: spec.c.make()).
 Problem submission_input_set(const TrialSpec& spec, const Problem& base, const SubmissionCall& k);
 // "new tensors, new weights, input set 1" / "in place, new activations, input set 2" for a report.

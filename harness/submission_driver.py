@@ -14,7 +14,8 @@ Usage:
         "provided": [...], "stages": {toggle: [extra stages]}, "data": "torch"|"numpy",
         "torch": whether torch is importable here}.
     submission_driver.py run --fd FD --dir DIR --submission FILE.py [--toggles COMBO]
-                             [--warmup N] [--runs R]
+                             [--warmup N] [--runs R] [--bench [--bench-rse X] [--bench-max-time S]
+                             [--bench-min-reps N] [--bench-max-reps N]]
 
 Stages of `run`, each timed between its enter and leave messages:
     setup    (the driver's own work) read the case, check the chosen toggles, the data kind
@@ -26,6 +27,8 @@ Stages of `run`, each timed between its enter and leave messages:
     run      R checked calls, each handed its inputs one of two ways (below); output poisoned
              (the last call's starts from the previous call's output instead), call, output read
              back and written
+    time     only with --bench: the steady state timed per call and back to back on distinct `data`
+             objects, timed outputs sent for checking (nvfp4_driver/bench.py; inputs DIR/bench<k>/)
     teardown references dropped
 A Python exception ends the trial with `error` (the message names the stage's work); a missing
 file, a module without custom_kernel, an exception at import, a wrong output dtype or shape are
@@ -65,6 +68,7 @@ Inputs, in the trial directory DIR (written by the harness):
                                             evaluator builds one per call); earlier tensors stay
                                             alive, so no address or id() is reused in a trial
                     Without a `call` file, the arrays present are copied in place.
+    DIR/bench<k>/   only with --bench: input set k < R in the trial's own mode (set R is case/).
 Outputs: DIR/out<i>.f16, the output of checked call i as L*M*N fp16 bit patterns in (L, M, N) order.
 
 Every call but the last starts from the poisoned output (an element left unwritten is named); the
@@ -106,6 +110,7 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvfp4_driver.bench import time_stage  # noqa: E402
 from nvfp4_driver.inputs import (ACTIVATIONS, Inputs, ReadBack, load_arrays, read_alphas,  # noqa: E402
                                  read_call_kind)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
@@ -274,6 +279,22 @@ def run_trial(ch, args):
                 ch.send("output", str(i))
 
     ch.stage("run", run)
+
+    def write_timed(index, set_number, out):
+        inputs.check_output(out)
+        ordered, synced = reader.read(out)
+        differ = int(np.count_nonzero(ordered != synced))
+        if differ:
+            ch.send("note", "timed output %d (input set %d): output not complete when the calling stream reached it: "
+                    "work on another stream not joined? (%d of %d elements changed after a device-wide synchronize)"
+                    % (index, set_number, differ, ordered.size))
+        with open(os.path.join(args.dir, "timed%d.f16" % index), "wb") as f:
+            f.write(ordered.tobytes())
+        ch.send("timed-output", str(index), str(set_number))
+
+    if args.bench:
+        ch.stage("time", lambda: time_stage(ch, args, inputs, call, reader, np, torch,
+                                            lambda folder: folder_alphas(folder, decl.alphas), write_timed))
     ch.stage("teardown", lambda: state.clear())
 
 
@@ -289,6 +310,11 @@ def main(argv=None):
     r.add_argument("--toggles", default="plain")
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--runs", type=int, default=3)
+    r.add_argument("--bench", action="store_true", help="after run, stage time (nvfp4_driver/bench.py)")
+    r.add_argument("--bench-rse", type=float, default=0.005)
+    r.add_argument("--bench-max-time", type=float, default=2.0)
+    r.add_argument("--bench-min-reps", type=int, default=50)
+    r.add_argument("--bench-max-reps", type=int, default=5000)
     args = parser.parse_args(argv)
 
     if args.command == "describe":

@@ -75,7 +75,7 @@ class FakeTorchDriverTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_mode(self, mode):
+    def run_mode(self, mode, extra=()):
         log = os.path.join(self.dir, "calls-%s.jsonl" % mode)
         sub = os.path.join(self.dir, "sub_%s.py" % mode)
         with open(sub, "w") as f:
@@ -84,7 +84,7 @@ class FakeTorchDriverTest(unittest.TestCase):
         env = dict(os.environ, PYTHONPATH=FAKE + os.pathsep + os.environ.get("PYTHONPATH", ""))
         try:
             proc = subprocess.run([sys.executable, DRIVER, "run", "--fd", str(w), "--dir", self.dir,
-                                   "--submission", sub, "--warmup", "2", "--runs", "3"],
+                                   "--submission", sub, "--warmup", "2", "--runs", "3"] + list(extra),
                                   pass_fds=(w,), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=120)
         finally:
             os.close(w)
@@ -126,6 +126,31 @@ class FakeTorchDriverTest(unittest.TestCase):
             bits = np.fromfile(os.path.join(self.dir, "out%d.f16" % i), dtype=np.uint16)
             self.assertTrue(np.array_equal(bits, poison))
         assert_close(self, read_output(self.dir, 2, self.M, self.N, self.L), reference(self.sets[1]))
+
+    def test_bench_times_both_ways_and_sends_checked_timed_outputs(self):
+        for k, case in enumerate(self.sets):  # the bench's sets in the trial's own mode
+            save_case(os.path.join(self.dir, "bench%d" % k), case if k != 1 else dict(self.warm))
+        msgs, calls = self.run_mode("current", ["--bench", "--bench-min-reps", "10", "--bench-max-reps", "20"])
+        stages = [m[1] for m in msgs if m[0] == "enter"]
+        self.assertEqual(stages[-2:], ["time", "teardown"])
+        timing = [m for m in msgs if m[0] == "timing"][0]
+        reps, b2b_calls = int(timing[1]), int(timing[8])
+        self.assertTrue(10 <= reps <= 20, timing)
+        self.assertTrue(float(timing[2]) > 0 and float(timing[7]) > 0, timing)
+        sets = [dict(self.sets[0]), dict(self.warm), dict(self.sets[2]), self.warm]
+        outputs = [m[1:] for m in msgs if m[0] == "timed-output"]
+        self.assertEqual(outputs, [["0", str((reps - 1) % 4)], ["1", str((b2b_calls - 1) % 4)]])
+        for index, set_number in outputs:
+            bits = np.fromfile(os.path.join(self.dir, "timed%s.f16" % index), dtype=np.uint16)
+            got = bits.view(np.float16).reshape(self.L, self.M, self.N)
+            assert_close(self, got, reference(sets[int(set_number)]))
+        # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
+        timed = calls[5:5 + reps]
+        self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
+        b2b = calls[5 + reps:]
+        self.assertEqual(len(b2b), b2b_calls)
+        self.assertEqual(len({c[0] for c in b2b}), 4)
+        self.assertNotIn(calls[0][0], {c[0] for c in b2b})
 
     def test_joined_side_stream_is_not_flagged(self):
         msgs, _ = self.run_mode("joined")
