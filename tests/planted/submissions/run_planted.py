@@ -112,7 +112,7 @@ class PlantedSubmissions(unittest.TestCase):
                 self.assertEqual(rc, 1, out)
                 for trial in report["trials"]:
                     self.assertEqual(trial["outcome"], outcome, trial["message"])
-                    self.assertEqual(trial["stage"] if "stage" in trial else "run", "run")
+                    self.assertEqual(trial.get("stage"), "run")
                     for phrase in phrases:
                         self.assertIn(phrase, trial["message"])
 
