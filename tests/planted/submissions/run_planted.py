@@ -35,7 +35,8 @@ NEW_TENSORS_STALE = ["call 2 of 3 (new tensors, new weights, input set 1)",
 POISON_ONLY = ["call 3 of 3 (in place, new ", "input set 2)",
                "output matches the reference of input set 1, call 2's",
                "computes only when the output holds the poison?"]
-RESULT_CACHED = ["calls 1,3 of 3 (in place, new ", "call 1's output matches the reference of input set 3 (the warm-up's)",
+RESULT_CACHED = ["calls 1,3 of 3 (in place, new ",
+                 "call 1's output matches the reference of input set 3 (the warm-up's)",
                  "a result cached by shape or by tensor identity (id, data_ptr)?"]
 PLANTED = {
     "cpu": [
@@ -62,7 +63,8 @@ PLANTED = {
           "work on another stream not joined?", "call 2 (new tensors, input set 1): output not complete"]),
         ("gpu/result_by_data_ptr.py", "activations", "FAIL", RESULT_CACHED),
         ("gpu/result_by_data_ptr.py", "all", "FAIL", RESULT_CACHED),
-        ("gpu/bf16_gemm_output.py", "activations", "FAIL", ["calls 1,2,3 of 3 (in place, new activations, input set 0;"]),
+        ("gpu/bf16_gemm_output.py", "activations", "FAIL",
+         ["calls 1,2,3 of 3 (in place, new activations, input set 0;"]),
     ],
 }
 # Correct submissions, with the combinations they run: each PASSES in both modes over SEEDS. The
