@@ -265,10 +265,10 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       // Which earlier inputs it computed on says what kind of cache it keeps.
       const SubmissionCall& k = inputs[size_t(call - 1)];
       if (other != warmup_set(runs)) s += ", call " + std::to_string(other + 1) + "'s";
-      if (k.new_tensors)
-        hint("a cache keyed by shape or a graph over the first call's tensors?");
-      else if (call == calls && calls > 1 && other == checked_call_set(call - 1))
+      if (call == calls && calls > 1 && other == checked_call_set(call - 1) && failing.size() == 1)
         hint("the previous call's output, left in place: computes only when the output holds the poison?");
+      else if (k.new_tensors)
+        hint("a cache keyed by shape or a graph over the first call's tensors?");
       else
         hint("a result cached by shape or by tensor identity (id, data_ptr)?");
     }

@@ -194,7 +194,7 @@ std::vector<SubmissionCall> submission_calls(const TrialSpec& spec, const Extern
   for (int call = 1; call <= runs; ++call) {
     SubmissionCall k;
     k.set = checked_call_set(call);
-    k.new_tensors = runs == 1 || call % 2 == 0;
+    k.new_tensors = runs == 1 || (runs - call) % 2 == 1;
     k.mode = k.new_tensors ? InputSet::All : fresh;
     k.keep_alphas = k.mode == InputSet::All && !e.alphas;
     calls.push_back(k);

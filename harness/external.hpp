@@ -49,11 +49,13 @@ std::string submission_driver_path();
 std::pair<External, Manifest> describe_submission(const std::string& path);
 
 // How a submission sees the inputs of one call (submission_driver.py's header). Both ways an
-// evaluator or an engine hands inputs are checked in every trial: odd checked calls refill the
-// tensors of the warm-up in place (an engine; with --fresh activations only A and SFA change), even
-// ones, and a trial's only call, get newly allocated tensors holding a whole new input set, weights
-// and scales included (GPU MODE's evaluator builds a new `data` per call). The warm-up (and
-// compile, capture) runs on set R in the trial's mode, which no checked call uses.
+// evaluator or an engine hands inputs are checked in every trial of two or more calls: the last
+// checked call and every second one before it (calls 1 and 3 of 3) refill the tensors of the warm-up
+// in place (an engine; with --fresh activations only A and SFA change); the others (call 2 of 3), and
+// a trial's only call, get newly allocated tensors holding a whole new input set, weights and scales
+// included (GPU MODE's evaluator builds a new `data` per call). The last call being in place keeps
+// its diagnosis apart: it starts from the previous call's output, which lives in other tensors. The
+// warm-up (and compile, capture) runs on set R in the trial's mode, which no checked call uses.
 struct SubmissionCall {
   int set = 0;                            // the input set (cases.hpp)
   InputSet mode = InputSet::Activations;  // how that set was derived from the case
