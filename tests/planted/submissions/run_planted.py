@@ -155,6 +155,19 @@ class PlantedSubmissions(unittest.TestCase):
                 rc, report, out = run_harness(correct, "plain", "all", 5, ["--runs", runs])
                 self.assertEqual(rc, 0, out)
         if LABEL == "cpu":
+            # The patterns alternate backwards from the last call, which is always in place.
+            expect = {("cpu/poison_only.py", "2"): ["call 2 of 2 (in place", "input set 0, call 1's",
+                                                      "computes only when the output holds the poison?"],
+                      ("cpu/binds_first_arrays.py", "2"): ["call 1 of 2 (new tensors", "input set 2 (the warm-up's)",
+                                                           "a graph over the first call's tensors?"],
+                      ("cpu/poison_only.py", "4"): ["call 4 of 4 (in place", "input set 2, call 3's"],
+                      ("cpu/binds_first_arrays.py", "4"): ["calls 1,3 of 4 (new tensors"]}
+            for (path, runs), phrases in expect.items():
+                rc, report, out = run_harness(path, "plain", "activations", 5, ["--runs", runs])
+                for trial in report["trials"]:
+                    self.assertEqual(trial["outcome"], "FAIL", (path, runs))
+                    for phrase in phrases:
+                        self.assertIn(phrase, trial["message"])
             # The default suite (every distribution, edge scales, NaN scales, overflow, alpha cases)
             # with new weights and alphas on every call.
             rc, report, out = run_harness("cpu/correct_alphas.py", "plain", "all", 4, default_suite=True)
