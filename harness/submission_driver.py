@@ -6,13 +6,14 @@ the same messages from it as from a built-in path's child (harness/trial.hpp): o
 on the pipe descriptor --fd, fields separated by tabs, backslash, tab and newline escaped:
 
     enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-    | output CALL [SET] | done
+    | output CALL [SET] | timed-output INDEX SET | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS
+    | done
 
 Usage:
     submission_driver.py describe FILE.py
         One JSON line, without importing FILE.py: {"toggles": [...the submission's own...],
         "provided": [...], "stages": {toggle: [extra stages]}, "data": "torch"|"numpy",
-        "torch": whether torch is importable here}.
+        "alphas": NVFP4_ALPHAS, "torch": whether torch is importable here}.
     submission_driver.py run --fd FD --dir DIR --submission FILE.py [--toggles COMBO]
                              [--warmup N] [--runs R] [--bench [--bench-rse X] [--bench-max-time S]
                              [--bench-min-reps N] [--bench-max-reps N]]
@@ -40,7 +41,8 @@ Toggles (a combination is written as the harness writes it: names joined with '+
       max-autotune  fn = torch.compile(custom_kernel, mode="max-autotune"); with compile as well,
                     the mode is max-autotune                          (adds stage tune)
       graph         after warm-up, capture one call of fn in a torch.cuda.CUDAGraph; every later
-                    call copies its inputs into the captured tensors and replays (adds stage capture)
+                    call replays it, new tensors' contents copied into the captured ones first
+                    (adds stage capture)
     the submission's own: the names in a module-level literal list NVFP4_TOGGLES = ["a", "b"],
       read with `ast` (no import). The chosen ones reach the submission before import through the
       environment variable NVFP4_TOGGLES ('+'-joined, "" when none), so import-time behaviour can
