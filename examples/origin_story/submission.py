@@ -15,7 +15,8 @@ Four toggles (NVFP4_TOGGLES), each one of the story's four changes:
   autotune-epilogue  the epilogue runs through torch.compile(mode="max-autotune")
   cuda-graph         the first call for a given set of tensors captures the whole computation in a
                      torch.cuda.CUDAGraph (after one eager call on a side stream); every call
-                     replays it (the harness copies new inputs into the same tensors)
+                     with the same tensors replays it (keyed by their addresses and shapes: an
+                     in-place refill replays, new tensors get a graph of their own)
   warmup-10          the first call for a given set of tensors runs the computation 10 times first
   init-at-import     at import: the decode table is built on the GPU, cuBLAS is initialized with a
                      small matmul and, with autotune-epilogue, the compiled epilogue is called once

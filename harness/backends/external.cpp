@@ -13,6 +13,7 @@
 
 #include "case_dir.hpp"
 #include "errors.hpp"
+#include "input_store.hpp"
 #include "json_read.hpp"
 #include "registry.hpp"
 #include "user_file.hpp"
@@ -171,6 +172,7 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
   Manifest m;
   m.backend = e.backend = "submission:" + name;
   m.summary = "Python submission " + path;
+  e.alphas = d.find("alphas") && d.at("alphas").boolean();
   const bool torch = d.find("torch") && d.at("torch").boolean();
   const bool torch_data = d.str_or("data", "torch") == "torch";
   auto add = [&](const std::string& toggle, const std::string& summary) {
@@ -185,11 +187,62 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
   return {e, m};
 }
 
-void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
-  const Problem base = spec.c.make();
+std::vector<SubmissionCall> submission_calls(const TrialSpec& spec, const External& e) {
   const int runs = spec.options.runs;
-  auto save = [&](const std::string& sub, int set) {
-    const Problem p = set == 0 ? base : make_input_set(spec.c, base, set, spec.options.fresh);
+  const InputSet fresh = spec.options.fresh;
+  std::vector<SubmissionCall> calls;
+  for (int call = 1; call <= runs; ++call) {
+    SubmissionCall k;
+    k.set = checked_call_set(call);
+    k.new_tensors = runs == 1 || (runs - call) % 2 == 1;
+    k.mode = k.new_tensors ? InputSet::All : fresh;
+    k.keep_alphas = k.mode == InputSet::All && !e.alphas;
+    calls.push_back(k);
+  }
+  SubmissionCall warm;
+  warm.set = warmup_set(runs);
+  warm.mode = fresh;
+  warm.keep_alphas = fresh == InputSet::All && !e.alphas;
+  calls.push_back(warm);
+  return calls;
+}
+
+Problem submission_input_set(const TrialSpec& spec, const Problem& base, const SubmissionCall& k) {
+  Problem p;
+  // The parent's store holds the sets of the trial's own mode (input_store.hpp); others are built.
+  if (k.set == 0)
+    p = base;
+  else if (!read_stored_set(spec.options.input_store, spec.c, k.set, k.mode, p))
+    p = make_input_set(spec.c, base, k.set, k.mode);
+  if (k.keep_alphas) {
+    p.alpha1 = base.alpha1;
+    p.alpha2 = base.alpha2;
+  }
+  return p;
+}
+
+SubmissionCall submission_timed_set(const TrialSpec& spec, const External& e, int set) {
+  SubmissionCall k;
+  k.set = set;
+  k.mode = spec.options.fresh;
+  k.keep_alphas = k.mode == InputSet::All && !e.alphas;
+  return k;
+}
+
+std::string submission_call_text(const SubmissionCall& k, int runs) {
+  return std::string(k.new_tensors ? "new tensors, " : "in place, ") +
+         (k.mode == InputSet::All ? "new weights, " : "new activations, ") + input_set_label(k.set, runs);
+}
+
+void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
+  const External* e = spec.options.external(spec.backend);
+  if (!e) throw std::logic_error("write_submission_inputs: " + spec.backend + " is not a submission");
+  Problem base;
+  if (!read_stored_set(spec.options.input_store, spec.c, 0, InputSet::Activations, base)) base = spec.c.make();
+  const int runs = spec.options.runs;
+  const auto calls = submission_calls(spec, *e);
+  auto save = [&](const std::string& sub, const SubmissionCall& k) {
+    const Problem p = submission_input_set(spec, base, k);
     const std::string folder = dir + "/" + sub;
     std::filesystem::create_directories(folder);
     save_case(folder, p);
@@ -198,18 +251,41 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
                                                    ", \"alpha2\": " + float_text(p.alpha2) + "}\n");
     return folder;
   };
-  save("case", warmup_set(runs));
+  save("case", calls[size_t(runs)]);
   for (int i = 0; i < runs; ++i) {
-    const int set = checked_call_set(i + 1);
-    write_text_file(save("call" + std::to_string(i), set) + "/set", std::to_string(set) + "\n");
+    const SubmissionCall& k = calls[size_t(i)];
+    const std::string folder = save("call" + std::to_string(i), k);
+    write_text_file(folder + "/set", std::to_string(k.set) + "\n");
+    write_text_file(folder + "/call", std::string(k.new_tensors           ? "new"
+                                                  : k.mode == InputSet::All ? "in-place all"
+                                                                            : "in-place activations") +
+                                          "\n");
   }
+  // Bench trials time calls on sets 0..R in the trial's own mode (submission_driver.py, stage time).
+  if (spec.options.bench)
+    for (int set = 0; set < runs; ++set) save("bench" + std::to_string(set), submission_timed_set(spec, *e, set));
 }
 
 std::vector<std::string> submission_child_args(const External& e, const TrialSpec& spec, int fd,
                                                const std::string& dir) {
-  return {e.python, e.driver, "run", "--fd", std::to_string(fd), "--dir", dir, "--submission", e.path,
-          "--toggles", spec.combo.str(), "--warmup", std::to_string(spec.options.warmup),
-          "--runs", std::to_string(spec.options.runs)};
+  std::vector<std::string> args = {e.python, e.driver, "run", "--fd", std::to_string(fd), "--dir", dir,
+                                   "--submission", e.path, "--toggles", spec.combo.str(),
+                                   "--warmup", std::to_string(spec.options.warmup),
+                                   "--runs", std::to_string(spec.options.runs)};
+  if (spec.options.bench) {
+    const TimingRule& t = spec.options.timing;
+    auto num = [](double v) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      return std::string(buf);
+    };
+    for (const std::string& a : {std::string("--bench"), std::string("--bench-rse"), num(t.rse),
+                                 std::string("--bench-max-time"), num(t.max_time_s),
+                                 std::string("--bench-min-reps"), std::to_string(t.min_reps),
+                                 std::string("--bench-max-reps"), std::to_string(t.max_reps)})
+      args.push_back(a);
+  }
+  return args;
 }
 
 }  // namespace nvfp4

@@ -48,8 +48,39 @@ std::string submission_driver_path();
 // submission.py) and manifest. Throws InputError with the driver's reason.
 std::pair<External, Manifest> describe_submission(const std::string& path);
 
+// How a submission sees the inputs of one call (submission_driver.py's header). Both ways an
+// evaluator or an engine hands inputs are checked in every trial of two or more calls: the last
+// checked call and every second one before it (calls 1 and 3 of 3) refill the tensors of the warm-up
+// in place (an engine; with --fresh activations only A and SFA change); the others (call 2 of 3), and
+// a trial's only call, get newly allocated tensors holding a whole new input set, weights and scales
+// included (GPU MODE's evaluator builds a new `data` per call). The last call being in place keeps
+// its diagnosis apart: it starts from the previous call's output, which lives in other tensors. The
+// warm-up (and compile, capture) runs on set R in the trial's mode, which no checked call uses.
+struct SubmissionCall {
+  int set = 0;                            // the input set (cases.hpp)
+  InputSet mode = InputSet::Activations;  // how that set was derived from the case
+  bool new_tensors = false;               // false: refilled in place into the warm-up's tensors
+  // The set's alphas are the case's: a submission that declares no NVFP4_ALPHAS has no global
+  // scales to change (GPU MODE's convention), so its new weights come with the case's alphas.
+  bool keep_alphas = false;
+};
+// Checked calls 1..R at indices 0..R-1, then the warm-up's entry (set R) at index R.
+std::vector<SubmissionCall> submission_calls(const TrialSpec& spec, const External& e);
+// Input set `set` as a bench trial's timed calls hand it (submission_driver.py, stage time): in the
+// trial's own mode, in place for the per-call figure and as distinct new tensors back to back.
+SubmissionCall submission_timed_set(const TrialSpec& spec, const External& e, int set);
+// Input set `k.set` as the submission is handed it (`base`: spec.c.make()).
+Problem submission_input_set(const TrialSpec& spec, const Problem& base, const SubmissionCall& k);
+// "new tensors, new weights, input set 1" / "in place, new activations, input set 2" for a report.
+std::string submission_call_text(const SubmissionCall& k, int runs);
+// A driver's note that contains this marks a FAIL the parent cannot see in the output file alone:
+// the output read in order on the calling stream differed from a read after a device-wide
+// synchronize (submission_driver.py, stream-ordered read-back).
+constexpr const char* kUnjoinedStreamNote = "output not complete when the calling stream reached it";
+
 // Writes the trial's input sets for the driver into `dir` (submission_driver.py's header):
-// case/ the warm-up's set, call<i>/ the set of checked call i+1 with a file `set` naming it.
+// case/ the warm-up's set; call<i>/ the set of checked call i+1, with a file `set` naming it and a
+// file `call` saying how the driver hands it over ("in-place activations", "in-place all", "new").
 void write_submission_inputs(const TrialSpec& spec, const std::string& dir);
 // The driver's command line for one trial (`fd`: the pipe's write end).
 std::vector<std::string> submission_child_args(const External& e, const TrialSpec& spec, int fd,

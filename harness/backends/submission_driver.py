@@ -6,15 +6,17 @@ the same messages from it as from a built-in path's child (harness/trial/trial.h
 on the pipe descriptor --fd, fields separated by tabs, backslash, tab and newline escaped:
 
     enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-    | output CALL [SET] | done
+    | output CALL [SET] | timed-output INDEX SET | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS
+    | done
 
 Usage:
     submission_driver.py describe FILE.py
         One JSON line, without importing FILE.py: {"toggles": [...the submission's own...],
         "provided": [...], "stages": {toggle: [extra stages]}, "data": "torch"|"numpy",
-        "torch": whether torch is importable here}.
+        "alphas": NVFP4_ALPHAS, "torch": whether torch is importable here}.
     submission_driver.py run --fd FD --dir DIR --submission FILE.py [--toggles COMBO]
-                             [--warmup N] [--runs R]
+                             [--warmup N] [--runs R] [--bench [--bench-rse X] [--bench-max-time S]
+                             [--bench-min-reps N] [--bench-max-reps N]]
 
 Stages of `run`, each timed between its enter and leave messages:
     setup    (the driver's own work) read the case, check the chosen toggles, the data kind
@@ -23,7 +25,11 @@ Stages of `run`, each timed between its enter and leave messages:
     tune     only with compile / max-autotune: the first call, which compiles
     warmup   N calls
     capture  only with graph: one call captured in a torch.cuda.CUDAGraph
-    run      R checked calls: fresh inputs copied in place, output poisoned, call, output written
+    run      R checked calls, each handed its inputs one of two ways (below); output poisoned
+             (the last call's starts from the previous call's output instead), call, output read
+             back and written
+    time     only with --bench: the steady state timed per call and back to back on distinct `data`
+             objects, timed outputs sent for checking (nvfp4_driver/bench.py; inputs DIR/bench<k>/)
     teardown references dropped
 A Python exception ends the trial with `error` (the message names the stage's work); a missing
 file, a module without custom_kernel, an exception at import, a wrong output dtype or shape are
@@ -35,23 +41,45 @@ Toggles (a combination is written as the harness writes it: names joined with '+
       max-autotune  fn = torch.compile(custom_kernel, mode="max-autotune"); with compile as well,
                     the mode is max-autotune                          (adds stage tune)
       graph         after warm-up, capture one call of fn in a torch.cuda.CUDAGraph; every later
-                    call copies its inputs into the captured tensors and replays (adds stage capture)
+                    call replays it, new tensors' contents copied into the captured ones first
+                    (adds stage capture)
     the submission's own: the names in a module-level literal list NVFP4_TOGGLES = ["a", "b"],
       read with `ast` (no import). The chosen ones reach the submission before import through the
       environment variable NVFP4_TOGGLES ('+'-joined, "" when none), so import-time behaviour can
       depend on them. Names: lower-case letters, digits, '-', '_'; not a provided name.
     NVFP4_DATA = "numpy" (a module-level literal) asks for numpy arrays on the CPU instead of torch
       tensors (what CI runs, without torch); the provided toggles need torch and are SKIP then.
+    NVFP4_ALPHAS = True (a module-level literal) says the submission takes the global scales:
+      `data` then ends with alpha1, alpha2 (below). Without it, GPU MODE's convention: no alphas;
+      a case whose alphas are not 1 is SKIP, and new weights come with alphas 1.
 
 Inputs, in the trial directory DIR (written by the harness):
     DIR/case/       a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy, uint8, batch-first (L, rows, cols)
                     or 2-D for L = 1 (reference/case_dir.hpp); alphas.json {"alpha1": x, "alpha2": y}
-                    optional. GPU MODE's convention has no global scales: alphas other than 1 are SKIP.
-    DIR/call<i>/    optional, before checked call i (0-based): any of the six arrays, copied in place
-                    into the tensors `data` holds (an engine's pattern; a captured graph sees them);
-                    a file `set` there holds the harness's number of that input set, echoed in the
-                    call's `output` message.
+                    optional. The warm-up's input set: init, tune, warm-up and capture see it.
+    DIR/call<i>/    optional, before checked call i (0-based): the input set of that call; a file
+                    `set` holds the harness's number of that set, echoed in the call's `output`
+                    message; a file `call` says how the call is handed it (external.hpp,
+                    SubmissionCall):
+                      in-place activations  A and SFA copied into the warm-up's tensors: the same
+                                            `data` object, the same addresses (an engine; a
+                                            captured graph sees the new values)
+                      in-place all          every array (and the alphas) copied the same way
+                      new                   a new `data` tuple of newly allocated tensors holding
+                                            the whole set, weights and scales included (GPU MODE's
+                                            evaluator builds one per call); earlier tensors stay
+                                            alive, so no address or id() is reused in a trial
+                    Without a `call` file, the arrays present are copied in place.
+    DIR/bench<k>/   only with --bench: input set k < R in the trial's own mode (set R is case/).
 Outputs: DIR/out<i>.f16, the output of checked call i as L*M*N fp16 bit patterns in (L, M, N) order.
+
+Every call but the last starts from the poisoned output (an element left unwritten is named); the
+last starts from the previous call's output, so a submission that computes only when it sees the
+poison returns a stale output. The driver's writes (inputs, poison) are complete, device-wide,
+before each call. With torch each output is read twice: by a copy ordered on the calling stream
+(no device-wide synchronize first), then after torch.cuda.synchronize(); the first is the one
+written. If they differ, the driver sends a note naming the call and "output not complete when the
+calling stream reached it: work on another stream not joined?", which the harness turns into a FAIL.
 
 `data`, exactly as GPU MODE's nvfp4_dual_gemm task hands it to custom_kernel(data)
 (gpu-mode/reference-kernels, problems/nvidia/nvfp4_dual_gemm/reference.py generate_input, task.py):
@@ -68,237 +96,30 @@ a tuple of ten tensors on the GPU,
                   zero here (GPU MODE leaves them unspecified).
     c             torch.float16, shape (M, N, L): a view of an (L, M, N) buffer; the output may be
                   written into it and returned, or returned as a new tensor.
+    alpha1, alpha2  only with NVFP4_ALPHAS = True: float32 tensors of shape (1,) on the GPU,
+                  refilled in place like the inputs (a captured graph sees new values);
+                  C = silu(alpha1 * A B1^T) * (alpha2 * A B2^T).
 custom_kernel returns a float16 tensor of shape (M, N, L); element [m, n, l] is C[l][m][n].
 With NVFP4_DATA = "numpy" the same ten, as numpy views with the same shapes: uint8 for the FP4 and
 FP8 ones (numpy has no such dtypes; the bytes are the same), float16 for c.
 """
 import argparse
-import ast
 import importlib.util
 import json
 import os
 import sys
-import time
 import traceback
 import types
 
-PROVIDED = {"compile": ["tune"], "max-autotune": ["tune"], "graph": ["capture"]}
-POISON_BITS = 0x7D5A  # harness/check/compare.hpp kPoisonBits: a signalling NaN no arithmetic produces
-ARRAYS = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
-NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvfp4_driver.bench import time_stage  # noqa: E402
+from nvfp4_driver.inputs import (ACTIVATIONS, Inputs, ReadBack, load_arrays, read_alphas,  # noqa: E402
+                                 read_call_kind)
+from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
+                                   read_declarations)
 
+del sys.path[0]
 
-class TrialError(Exception):
-    """A reason the trial cannot go on, reported as an `error` message."""
-
-
-class TrialSkip(Exception):
-    """A reason the trial cannot run here, reported as a `skip` message."""
-
-
-# --- the pipe -----------------------------------------------------------------------------------
-
-def escape(text):
-    return str(text).replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
-
-
-class Channel:
-    """The child's end of the pipe: one os.write per message, so nothing waits in a buffer."""
-
-    def __init__(self, fd):
-        self.fd = fd
-
-    def send(self, kind, *fields):
-        line = "\t".join([kind] + [escape(f) for f in fields]) + "\n"
-        data = line.encode("utf-8", "replace")
-        while data:
-            n = os.write(self.fd, data)
-            data = data[n:]
-
-    def stage(self, name, body):
-        """Runs body() as one stage; an exception leaves the stage open (the parent knows where)."""
-        self.send("enter", name)
-        t0 = time.perf_counter()
-        result = body()
-        self.send("leave", name, "%.6f" % (time.perf_counter() - t0))
-        return result
-
-
-# --- the submission, read without importing it --------------------------------------------------
-
-def read_declarations(path):
-    """The module-level literals NVFP4_TOGGLES and NVFP4_DATA, parsed with ast (nothing runs)."""
-    if not os.path.isfile(path):
-        raise TrialError("submission %s: no such file" % path)
-    with open(path, "rb") as f:
-        source = f.read()
-    try:
-        tree = ast.parse(source, filename=path)
-    except SyntaxError as e:
-        raise TrialError("submission %s: syntax error at line %s: %s" % (path, e.lineno, e.msg))
-    toggles, data = [], "torch"
-    for node in tree.body:
-        if not isinstance(node, ast.Assign):
-            continue
-        for target in node.targets:
-            if not isinstance(target, ast.Name) or target.id not in ("NVFP4_TOGGLES", "NVFP4_DATA"):
-                continue
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                raise TrialError("submission %s: %s must be a literal (line %d)" % (path, target.id, node.lineno))
-            if target.id == "NVFP4_DATA":
-                if value not in ("torch", "numpy"):
-                    raise TrialError("submission %s: NVFP4_DATA must be \"torch\" or \"numpy\"" % path)
-                data = value
-            else:
-                if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                    raise TrialError("submission %s: NVFP4_TOGGLES must be a list of strings" % path)
-                toggles = list(value)
-    for name in toggles:
-        if not name or set(name) - NAME_CHARS or name == "plain":
-            raise TrialError("submission %s: bad toggle name %r (lower-case letters, digits, '-', '_')" % (path, name))
-        if name in PROVIDED:
-            raise TrialError("submission %s: toggle %r is provided by the harness; choose another name" % (path, name))
-    if len(set(toggles)) != len(toggles):
-        raise TrialError("submission %s: a toggle is declared twice in NVFP4_TOGGLES" % path)
-    return toggles, data
-
-
-def parse_combo(text):
-    if not text or text == "plain":
-        return []
-    return sorted(set(text.split("+")))
-
-
-# --- inputs -------------------------------------------------------------------------------------
-
-def load_arrays(folder, np, required):
-    """The .npy arrays present in `folder` as batch-first uint8 (L, rows, cols)."""
-    out = {}
-    for name in ARRAYS:
-        path = os.path.join(folder, name + ".npy")
-        if not os.path.exists(path):
-            if required:
-                raise TrialError("input case %s: %s.npy is missing" % (folder, name))
-            continue
-        arr = np.load(path, allow_pickle=False)
-        if arr.dtype != np.uint8 or arr.ndim not in (2, 3):
-            raise TrialError("input %s: expected a 2-D or 3-D uint8 array, got %s %s" % (path, arr.dtype, arr.shape))
-        out[name] = arr[None] if arr.ndim == 2 else arr
-    return out
-
-
-def read_alphas(folder):
-    path = os.path.join(folder, "alphas.json")
-    if not os.path.exists(path):
-        return 1.0, 1.0
-    with open(path) as f:
-        d = json.load(f)
-    return float(d.get("alpha1", 1.0)), float(d.get("alpha2", 1.0))
-
-
-def case_shape(arrays):
-    L, M, K2 = arrays["a"].shape
-    N = arrays["b1"].shape[1]
-    K = 2 * K2
-    expect = {"a": (L, M, K // 2), "b1": (L, N, K // 2), "b2": (L, N, K // 2),
-              "sfa": (L, M, K // 16), "sfb1": (L, N, K // 16), "sfb2": (L, N, K // 16)}
-    if K % 16 != 0:
-        raise TrialError("input case: K = %d is not a multiple of 16" % K)
-    for name, shape in expect.items():
-        if arrays[name].shape != shape:
-            raise TrialError("input case: %s has shape %s; A and B1 imply %s" % (name, arrays[name].shape, shape))
-    return M, N, K, L
-
-
-def tiled_scales(np, plain):
-    """(L, rows, K/16) plain scales -> the C-contiguous (L, Rt, Ct, 32, 4, 4) tiled buffer."""
-    L, rows, cols = plain.shape
-    rt, ct = -(-rows // 128), -(-cols // 4)
-    padded = np.zeros((L, rt * 128, ct * 4), dtype=np.uint8)
-    padded[:, :rows, :cols] = plain
-    # row r = 128*mm + 32*mm4 + mm32, column c = 4*kk + kk4 -> buffer [l, mm, kk, mm32, mm4, kk4]
-    return np.ascontiguousarray(padded.reshape(L, rt, 4, 32, ct, 4).transpose(0, 1, 4, 3, 2, 5))
-
-
-class Inputs:
-    """The batch-first buffers `data` views, and the in-place updates between calls."""
-
-    def __init__(self, np, arrays, torch=None):
-        self.np, self.torch = np, torch
-        self.M, self.N, self.K, self.L = case_shape(arrays)
-        host = dict(arrays)
-        for name in ("sfa", "sfb1", "sfb2"):
-            host[name + "_tiled"] = tiled_scales(np, arrays[name])
-        host["c"] = np.zeros((self.L, self.M, self.N), dtype=np.float16)
-        if torch is None:
-            self.buffers = {k: np.ascontiguousarray(v) for k, v in host.items()}
-        else:
-            self.buffers = {k: torch.from_numpy(np.ascontiguousarray(v)).to("cuda") for k, v in host.items()}
-
-    def data(self):
-        b = self.buffers
-        if self.torch is None:
-            last = lambda x: x.transpose(1, 2, 0)
-            tiled = lambda x: x.transpose(3, 4, 1, 5, 2, 0)
-            fp4 = fp8 = lambda x: x
-        else:
-            t = self.torch
-            last = lambda x: x.permute(1, 2, 0)
-            tiled = lambda x: x.permute(3, 4, 1, 5, 2, 0)
-            fp4 = lambda x: x.view(t.float4_e2m1fn_x2)
-            fp8 = lambda x: x.view(t.float8_e4m3fn)
-        return (fp4(last(b["a"])), fp4(last(b["b1"])), fp4(last(b["b2"])),
-                fp8(last(b["sfa"])), fp8(last(b["sfb1"])), fp8(last(b["sfb2"])),
-                fp8(tiled(b["sfa_tiled"])), fp8(tiled(b["sfb1_tiled"])), fp8(tiled(b["sfb2_tiled"])),
-                last(b["c"]))
-
-    def update(self, arrays):
-        """Copies new arrays into the existing buffers (same addresses: a captured graph sees them)."""
-        np = self.np
-        for name, arr in arrays.items():
-            if arr.shape != tuple(self.buffers[name].shape):
-                raise TrialError("fresh input %s has shape %s; the case has %s"
-                                 % (name, arr.shape, tuple(self.buffers[name].shape)))
-            self._copy(name, arr)
-            if name.startswith("sf"):
-                self._copy(name + "_tiled", tiled_scales(np, arr))
-
-    def _copy(self, name, arr):
-        if self.torch is None:
-            self.buffers[name][...] = arr
-        else:
-            self.buffers[name].copy_(self.torch.from_numpy(self.np.ascontiguousarray(arr)))
-
-    def poison(self):
-        c = self.buffers["c"]
-        if self.torch is None:
-            c.view(self.np.uint16)[...] = POISON_BITS
-        else:
-            c.view(self.torch.int16).fill_(POISON_BITS)
-
-    def output_bits(self, out):
-        """The returned output as (L, M, N) uint16 bit patterns; TrialError when dtype or shape is wrong."""
-        np, want = self.np, (self.M, self.N, self.L)
-        if self.torch is None:
-            if not isinstance(out, np.ndarray):
-                raise TrialError("custom_kernel returned %s; expected a float16 numpy array of shape %s"
-                                 % (type(out).__name__, want))
-            if out.dtype != np.float16 or out.shape != want:
-                raise TrialError("custom_kernel returned %s %s; expected float16 %s" % (out.dtype, out.shape, want))
-            return np.ascontiguousarray(out.transpose(2, 0, 1)).view(np.uint16)
-        t = self.torch
-        if not isinstance(out, t.Tensor):
-            raise TrialError("custom_kernel returned %s; expected a torch.float16 tensor of shape %s"
-                             % (type(out).__name__, want))
-        if out.dtype != t.float16 or tuple(out.shape) != want:
-            raise TrialError("custom_kernel returned %s %s; expected torch.float16 %s"
-                             % (out.dtype, tuple(out.shape), want))
-        return out.permute(2, 0, 1).contiguous().view(t.int16).cpu().numpy().view(np.uint16)
-
-
-# --- the trial ----------------------------------------------------------------------------------
 
 def import_submission(path):
     """Imports FILE.py as module `submission`; GPU MODE's `task` module is provided when absent."""
@@ -322,20 +143,42 @@ def import_submission(path):
     return kernel
 
 
+def folder_alphas(folder, takes_alphas):
+    """The alphas of the input set in `folder` for a submission that takes them, else None (and a
+    set with alphas other than 1 cannot be handed to it)."""
+    alphas = read_alphas(folder)
+    if takes_alphas:
+        return alphas
+    if alphas != (1.0, 1.0):
+        raise TrialSkip("GPU MODE's custom_kernel(data) carries no global scales (declare NVFP4_ALPHAS = True "
+                        "to take them); this input set has alpha1=%g alpha2=%g" % alphas)
+    return None
+
+
+def call_text(kind, folder):
+    """How a call was handed its inputs, for a note: "new tensors, input set 1"."""
+    set_file = os.path.join(folder, "set")
+    which = ""
+    if os.path.isfile(set_file):
+        with open(set_file) as f:
+            which = ", input set " + f.read().strip()
+    return ("new tensors" if kind == "new" else "in place") + which
+
+
 def run_trial(ch, args):
     state = {}
 
     def setup():
-        own, data_kind = read_declarations(args.submission)
+        decl = read_declarations(args.submission)
         chosen = parse_combo(args.toggles)
-        unknown = [t for t in chosen if t not in PROVIDED and t not in own]
+        unknown = [t for t in chosen if t not in PROVIDED and t not in decl.toggles]
         if unknown:
             raise TrialError("unknown toggle %s (provided: %s; the submission's: %s)"
-                             % (", ".join(unknown), ", ".join(sorted(PROVIDED)), ", ".join(own) or "none"))
+                             % (", ".join(unknown), ", ".join(sorted(PROVIDED)), ", ".join(decl.toggles) or "none"))
         provided = [t for t in chosen if t in PROVIDED]
         import numpy as np
         torch = None
-        if data_kind == "numpy":
+        if decl.data == "numpy":
             if provided:
                 raise TrialSkip("toggle %s needs torch; this submission asks for numpy data" % "+".join(provided))
         else:
@@ -346,72 +189,91 @@ def run_trial(ch, args):
             if not torch.cuda.is_available():
                 raise TrialSkip("the submission needs a CUDA device; torch sees none")
         case = os.path.join(args.dir, "case")
-        alpha1, alpha2 = read_alphas(case)
-        if (alpha1, alpha2) != (1.0, 1.0):
-            raise TrialSkip("GPU MODE's custom_kernel(data) carries no global scales; this case has alpha1=%g alpha2=%g"
-                            % (alpha1, alpha2))
-        state.update(np=np, torch=torch, arrays=load_arrays(case, np, True), chosen=chosen,
-                     own=[t for t in chosen if t in own])
+        state.update(np=np, torch=torch, arrays=load_arrays(case, np, True), chosen=chosen, decl=decl,
+                     alphas=folder_alphas(case, decl.alphas), own=[t for t in chosen if t in decl.toggles])
 
     try:
         ch.stage("setup", setup)
     except TrialSkip as e:
         ch.send("skip", str(e))
         return
-    np, torch, chosen = state["np"], state["torch"], state["chosen"]
+    np, torch, chosen, decl = state["np"], state["torch"], state["chosen"], state["decl"]
 
     os.environ["NVFP4_TOGGLES"] = "+".join(state["own"])
     kernel = ch.stage("load", lambda: import_submission(args.submission))
 
     def init():
-        inputs = Inputs(np, state["arrays"], torch)
+        inputs = Inputs(np, state["arrays"], torch, state["alphas"])
+        reader = ReadBack(np, (inputs.L, inputs.M, inputs.N), torch)
         fn = kernel
         if "compile" in chosen or "max-autotune" in chosen:
             fn = torch.compile(kernel, mode="max-autotune" if "max-autotune" in chosen else "default")
-        return inputs, inputs.data(), fn
+        return inputs, reader, fn
 
-    inputs, data, fn = ch.stage("init", init)
+    inputs, reader, fn = ch.stage("init", init)
     sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
-    ch.send("describe", "python submission %s (%s data), toggles %s"
-            % (os.path.basename(args.submission), "torch" if torch is not None else "numpy", "+".join(chosen) or "plain"))
+    ch.send("describe", "python submission %s (%s data%s), toggles %s"
+            % (os.path.basename(args.submission), "torch" if torch is not None else "numpy",
+               ", alphas" if decl.alphas else "", "+".join(chosen) or "plain"))
 
     def calls(n):
         for _ in range(n):
-            fn(data)
+            fn(inputs.data)
         sync()
 
     if "compile" in chosen or "max-autotune" in chosen:
         ch.stage("tune", lambda: calls(1))
     ch.stage("warmup", lambda: calls(args.warmup))
 
-    call = lambda: fn(data)
+    call = lambda target: fn(target.data)
     if "graph" in chosen:
         def capture():
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                captured = fn(data)
+                captured = fn(inputs.data)
             sync()
             return graph, captured
         graph, captured = ch.stage("capture", capture)
 
-        def call():
+        def call(target):
+            # The driver's own graph: new tensors' contents go into the captured ones first.
+            if target is not inputs:
+                inputs.copy_from(target)
             graph.replay()
             return captured
 
     def run():
+        handed = [inputs]  # every Inputs of the trial stays alive: no address or id() is reused
+        previous = None
         for i in range(args.runs):
-            fresh = os.path.join(args.dir, "call%d" % i)
-            if os.path.isdir(fresh):
-                inputs.update(load_arrays(fresh, np, False))
-                sync()
-            inputs.poison()
+            folder = os.path.join(args.dir, "call%d" % i)
+            kind = read_call_kind(folder) if os.path.isdir(folder) else None
+            target = inputs
+            if kind == "new":
+                target = Inputs(np, load_arrays(folder, np, True), torch, folder_alphas(folder, decl.alphas))
+                handed.append(target)
+            elif os.path.isdir(folder):
+                arrays = load_arrays(folder, np, kind is not None)
+                if kind == "in-place activations":
+                    arrays = {k: v for k, v in arrays.items() if k in ACTIVATIONS}
+                inputs.update(arrays, folder_alphas(folder, decl.alphas))
+            if args.runs > 1 and i == args.runs - 1:
+                target.set_output_bits(previous)  # the last call starts from the previous output
+            else:
+                target.poison()
             sync()
-            out = call()
-            sync()
-            bits = inputs.output_bits(out)
+            out = call(target)
+            target.check_output(out)
+            ordered, synced = reader.read(out)
+            differ = int(np.count_nonzero(ordered != synced))
+            if differ:
+                ch.send("note", "call %d (%s): output not complete when the calling stream reached it: work on "
+                        "another stream not joined? (%d of %d elements changed after a device-wide synchronize)"
+                        % (i + 1, call_text(kind, folder), differ, ordered.size))
+            previous = synced
             with open(os.path.join(args.dir, "out%d.f16" % i), "wb") as f:
-                f.write(bits.tobytes())
-            set_file = os.path.join(fresh, "set")
+                f.write(ordered.tobytes())
+            set_file = os.path.join(folder, "set")
             if os.path.isfile(set_file):  # the harness names the input set it wrote for this call
                 with open(set_file) as f:
                     ch.send("output", str(i), f.read().strip())
@@ -419,6 +281,22 @@ def run_trial(ch, args):
                 ch.send("output", str(i))
 
     ch.stage("run", run)
+
+    def write_timed(index, set_number, out):
+        inputs.check_output(out)
+        ordered, synced = reader.read(out)
+        differ = int(np.count_nonzero(ordered != synced))
+        if differ:
+            ch.send("note", "timed output %d (input set %d): output not complete when the calling stream reached it: "
+                    "work on another stream not joined? (%d of %d elements changed after a device-wide synchronize)"
+                    % (index, set_number, differ, ordered.size))
+        with open(os.path.join(args.dir, "timed%d.f16" % index), "wb") as f:
+            f.write(ordered.tobytes())
+        ch.send("timed-output", str(index), str(set_number))
+
+    if args.bench:
+        ch.stage("time", lambda: time_stage(ch, args, inputs, call, reader, np, torch,
+                                            lambda folder: folder_alphas(folder, decl.alphas), write_timed))
     ch.stage("teardown", lambda: state.clear())
 
 
@@ -434,19 +312,24 @@ def main(argv=None):
     r.add_argument("--toggles", default="plain")
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--runs", type=int, default=3)
+    r.add_argument("--bench", action="store_true", help="after run, stage time (nvfp4_driver/bench.py)")
+    r.add_argument("--bench-rse", type=float, default=0.005)
+    r.add_argument("--bench-max-time", type=float, default=2.0)
+    r.add_argument("--bench-min-reps", type=int, default=50)
+    r.add_argument("--bench-max-reps", type=int, default=5000)
     args = parser.parse_args(argv)
 
     if args.command == "describe":
         try:
-            own, data_kind = read_declarations(args.submission)
+            decl = read_declarations(args.submission)
         except TrialError as e:
             print(str(e), file=sys.stderr)
             return 2
         stages = dict(PROVIDED)
-        stages.update({t: [] for t in own})
+        stages.update({t: [] for t in decl.toggles})
         torch = importlib.util.find_spec("torch") is not None  # importable, found without importing it
-        print(json.dumps({"toggles": own, "provided": sorted(PROVIDED), "stages": stages, "data": data_kind,
-                          "torch": torch}))
+        print(json.dumps({"toggles": decl.toggles, "provided": sorted(PROVIDED), "stages": stages, "data": decl.data,
+                          "alphas": decl.alphas, "torch": torch}))
         return 0
 
     try:
@@ -457,6 +340,8 @@ def main(argv=None):
     try:
         run_trial(ch, args)
         ch.send("done")
+    except TrialSkip as e:
+        ch.send("skip", str(e))
     except TrialError as e:
         ch.send("error", str(e))
     except Exception as e:

@@ -9,11 +9,45 @@
 #include <thread>
 #include <vector>
 
+#include "external.hpp"
 #include "trial.hpp"
 
 namespace nvfp4 {
 
 namespace {
+
+// The inputs checked call i was handed (index i-1) and the warm-up's (index R): for a built-in
+// path input set i-1 in the trial's mode, written into its buffers; for a Python submission the
+// driver's mix of in-place refills and new tensors (external.hpp, submission_calls).
+std::vector<SubmissionCall> calls_of(const TrialSpec& spec) {
+  const External* e = spec.options.external(spec.backend);
+  if (e && e->kind == External::Submission) return submission_calls(spec, *e);
+  std::vector<SubmissionCall> calls;
+  for (int set = 0; set <= warmup_set(spec.options.runs); ++set) {
+    SubmissionCall k;
+    k.set = set;
+    k.mode = spec.options.fresh;
+    calls.push_back(k);
+  }
+  return calls;
+}
+
+// The reference of the inputs `k` describes. A set that keeps the case's alphas shares G and U with
+// the cached set of its seed; only its output and the flags derived from it are computed again.
+std::shared_ptr<const CaseInfo> reference_of(ReferenceCache& cache, const CaseSpec& c, const SubmissionCall& k) {
+  auto info = cache.get(c, k.set, k.mode);
+  if (!k.keep_alphas) return info;
+  const auto base = cache.get(c);  // set 0: the case's own alphas (a case directory's included)
+  const float a1 = base->alpha1, a2 = base->alpha2;
+  if (info->alpha1 == a1 && info->alpha2 == a2) return info;
+  auto own = std::make_shared<CaseInfo>(*info);
+  own->alpha1 = a1;
+  own->alpha2 = a2;
+  for (size_t i = 0; i < own->ref.c.size(); ++i)
+    own->ref.c[i] = reference_epilogue(own->ref.g[i], own->ref.u[i], a1, a2);
+  own->degeneracy = assess_reference(own->ref.c);
+  return own;
+}
 
 std::string joined(const std::vector<int>& v, const char* sep = ",") {
   std::string s;
@@ -40,7 +74,12 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
     const int set = child.timed_sets[i];
     if (set < 0 || set > warmup_set(runs))
       return fail(Outcome::Error, std::string("bench mode: ") + what[i] + " names input set " + std::to_string(set));
-    const auto info = cache.get(spec.c, set, spec.options.fresh);
+    const External* e = spec.options.external(spec.backend);
+    SubmissionCall k;
+    k.set = set;
+    k.mode = spec.options.fresh;
+    if (e && e->kind == External::Submission) k = submission_timed_set(spec, *e, set);
+    const auto info = reference_of(cache, spec.c, k);
     if (int64_t(child.timed_outputs[i].size()) != info->ref.shape.c_elems())
       return fail(Outcome::Error, std::string("bench mode: the output of ") + what[i] + " has the wrong size");
     const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.timed_outputs[i].data(),
@@ -120,7 +159,6 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.device = child.device;
   if (child.outcome != Outcome::Pass) return r;
 
-  const InputSet mode = spec.options.fresh;
   const int runs = spec.options.runs;
   const auto case_info = cache.get(spec.c);  // set 0: the case itself
   r.spec.c.shape = case_info->ref.shape;
@@ -149,9 +187,12 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   // Every call against the reference of its own input set. The intermediates belong to the last
   // call (trial.hpp), so only its comparison can attribute an error to a GEMM or the epilogue.
   r.compared = true;
+  const std::vector<SubmissionCall> inputs = calls_of(spec);
+  const External* ext = spec.options.external(spec.backend);
+  const bool submission = ext && ext->kind == External::Submission;
   std::vector<int> failing;
   std::vector<std::shared_ptr<const CaseInfo>> infos;
-  for (int i = 0; i < calls; ++i) infos.push_back(cache.get(spec.c, checked_call_set(i + 1), mode));
+  for (int i = 0; i < calls; ++i) infos.push_back(reference_of(cache, spec.c, inputs[size_t(i)]));
   // The calls' comparisons are independent: one thread each (a large output takes a while), each
   // scanning its output on its share of the cores. When no thread can be started, the comparison
   // runs here (std::launch::deferred).
@@ -192,7 +233,14 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       r.cmp_call = i + 1;
     }
   }
-  if (failing.empty()) {
+  // A submission's driver reads each output twice (submission_driver.py): in order on the calling
+  // stream, and after a device-wide synchronize. Different bytes are a FAIL whatever they compare
+  // like: the output was still being written when the caller's stream reached it.
+  std::vector<std::string> unjoined;
+  if (submission)
+    for (const auto& note : child.notes)
+      if (note.find(kUnjoinedStreamNote) != std::string::npos) unjoined.push_back(note);
+  if (failing.empty() && unjoined.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
     check_configs(r, child, cache);
@@ -200,17 +248,16 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     return r;
   }
 
-  // Does a failing output pass against another set's reference (a checked call's or the
-  // warm-up's)? Then the path computed on inputs it should no longer see.
+  // Does a failing output pass against the reference of other inputs the path was handed (another
+  // checked call's or the warm-up's)? Then the path computed on inputs it should no longer see.
   for (int call : failing) {
-    const int own = checked_call_set(call);
-    for (int other = 0; other <= warmup_set(runs); ++other) {
-      if (other == own) continue;
-      const auto info = cache.get(spec.c, other, mode);
+    for (int other = 0; other < int(inputs.size()); ++other) {
+      if (other == call - 1) continue;
+      const auto info = reference_of(cache, spec.c, inputs[size_t(other)]);
       const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2,
                                           child.outputs[size_t(call - 1)].data(), nullptr, nullptr, call);
       if (c.pass()) {
-        r.matches_set_per_call[size_t(call - 1)] = other;
+        r.matches_set_per_call[size_t(call - 1)] = inputs[size_t(other)].set;
         break;
       }
     }
@@ -219,13 +266,26 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.outcome = Outcome::Fail;
   r.stage = "run";
   r.stage_elapsed = r.stage_seconds("run");
+  std::ostringstream m;
+  for (size_t i = 0; i < unjoined.size(); ++i) m << (i ? "; " : "") << unjoined[i];
+  if (failing.empty()) {
+    r.message = m.str();
+    return r;
+  }
+  if (!unjoined.empty()) m << "; ";
   std::vector<int> failing_sets;
   for (int f : failing) failing_sets.push_back(checked_call_set(f));
-  std::ostringstream m;
   const bool one = failing.size() == 1;
-  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls << " (input set"
-    << (one ? " " : "s ") << joined(failing_sets) << "): " << r.cmp.over_tolerance << " of "
-    << r.cmp.elements << " elements over tolerance";
+  m << (one ? "call " : "calls ") << joined(failing) << " of " << calls;
+  if (submission) {  // how each failing call was handed its inputs
+    m << " (";
+    for (size_t i = 0; i < failing.size(); ++i)
+      m << (i ? "; " : "") << submission_call_text(inputs[size_t(failing[i] - 1)], runs);
+    m << "): ";
+  } else {
+    m << " (input set" << (one ? " " : "s ") << joined(failing_sets) << "): ";
+  }
+  m << r.cmp.over_tolerance << " of " << r.cmp.elements << " elements over tolerance";
   if (!one) m << " in call " << r.cmp_call;
   std::vector<std::string> kinds;
   if (r.cmp.poisoned) kinds.push_back(std::to_string(r.cmp.poisoned) + " unwritten");
@@ -237,18 +297,46 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     m << ")";
   }
   if (one && calls > 1) m << " (other calls pass)";
-  std::vector<std::string> stale;
+  std::vector<std::string> stale, hints;
+  auto hint = [&](const std::string& h) {
+    if (std::find(hints.begin(), hints.end(), h) == hints.end()) hints.push_back(h);
+  };
   for (int call : failing) {
     const int other = r.matches_set_per_call[size_t(call - 1)];
     if (other < 0) continue;
-    stale.push_back((one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
-                    " matches the reference of " + input_set_label(other, runs));
+    std::string s = (one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
+                    " matches the reference of " + input_set_label(other, runs);
+    if (submission) {
+      // Which earlier inputs it computed on says what kind of cache it keeps.
+      const SubmissionCall& k = inputs[size_t(call - 1)];
+      if (other != warmup_set(runs)) s += ", call " + std::to_string(other + 1) + "'s";
+      if (call == calls && calls > 1 && other == checked_call_set(call - 1) && failing.size() == 1)
+        hint("the previous call's output, left in place: computes only when the output holds the poison?");
+      else if (k.new_tensors)
+        hint("a cache keyed by shape or a graph over the first call's tensors?");
+      else
+        hint("a result cached by shape or by tensor identity (id, data_ptr)?");
+    }
+    stale.push_back(s);
+  }
+  if (submission && stale.empty()) {
+    // Only the calls with new weights fail, and a call with the weights of the warm-up passes.
+    bool weights_only = true, kept_weights_pass = false;
+    for (int i = 0; i < calls; ++i) {
+      const bool fails = std::find(failing.begin(), failing.end(), i + 1) != failing.end();
+      const bool new_weights = inputs[size_t(i)].mode == InputSet::All;
+      weights_only = weights_only && fails == new_weights;
+      kept_weights_pass = kept_weights_pass || (!new_weights && !fails);
+    }
+    if (weights_only && kept_weights_pass)
+      hint("only the calls with new weights fail: weights or decoded weights cached from an earlier call?");
   }
   if (!stale.empty()) {
     m << "; ";
     for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
-    m << ": stale inputs or a cached result?";
+    if (!submission) m << ": stale inputs or a cached result?";
   }
+  for (size_t i = 0; i < hints.size(); ++i) m << (i || stale.empty() ? "; " : ": ") << hints[i];
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
   r.message = m.str();
   return r;

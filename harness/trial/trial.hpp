@@ -83,6 +83,7 @@ struct External {
   std::string path;     // the plugin library or the submission file, as the user gave it
   std::string backend;  // "plugin:NAME" or "submission:NAME"
   std::string python, driver;  // Submission: the interpreter and submission_driver.py
+  bool alphas = false;         // Submission: takes alpha1, alpha2 (it declares NVFP4_ALPHAS = True)
 };
 
 struct TrialOptions {

@@ -269,6 +269,64 @@ class DriverTest(unittest.TestCase):
         msgs, rc, log = run_driver(self.dir, os.path.join(self.dir, "missing.py"))
         self.assertIn("no such file", [m for m in msgs if m[0] == "error"][0][1])
 
+    def test_call_files_hand_new_arrays_or_refill_in_place_and_alphas_reach_a_declaring_submission(self):
+        M, N, K, L = 4, 6, 32, 2
+        warm, sets = make_case(M, N, K, L, 20), [make_case(M, N, K, L, 21 + i) for i in range(3)]
+        save_case(os.path.join(self.dir, "case"), warm, alphas=(1.0, 1.0))
+        kinds = ["in-place all", "new", "in-place activations"]
+        alphas = [(-1.25, 0.875), (1.5, 0.75), (1.0, 1.0)]
+        for i, (kind, case) in enumerate(zip(kinds, sets)):
+            folder = os.path.join(self.dir, "call%d" % i)
+            save_case(folder, case, alphas=alphas[i])
+            with open(os.path.join(folder, "call"), "w") as f:
+                f.write(kind + "\n")
+        record = os.path.join(self.dir, "seen.jsonl")
+        sub = write_submission(self.dir, """
+            import json
+            import numpy as np
+            NVFP4_DATA = "numpy"
+            NVFP4_ALPHAS = True
+            def custom_kernel(data):
+                a, b1, c, alpha1, alpha2 = data[0], data[1], data[9], data[10], data[11]
+                with open(%r, "a") as f:
+                    f.write(json.dumps([id(a), int(a.__array_interface__["data"][0]), int(b1[0, 0, 0]),
+                                        float(alpha1[0]), float(alpha2[0]), alpha1.dtype.name, alpha1.shape]) + "\\n")
+                c[...] = 0
+                return c
+        """ % record)
+        msgs, rc, log = run_driver(self.dir, sub, warmup=1, runs=3)
+        self.assertEqual(msgs[-1][0], "done", (msgs, log))
+        with open(record) as f:
+            seen = [json.loads(line) for line in f]
+        warm_id, warm_ptr = seen[0][0], seen[0][1]
+        self.assertEqual(seen[0][2:], [int(warm["b1"][0, 0, 0]), 1.0, 1.0, "float32", [1]])
+        # call 1: in place, every array and the alphas; call 2: new arrays; call 3: in place, A only
+        self.assertEqual(seen[1][:2], [warm_id, warm_ptr])
+        self.assertEqual(seen[1][2:5], [int(sets[0]["b1"][0, 0, 0]), -1.25, 0.875])
+        self.assertNotEqual(seen[2][:2], [warm_id, warm_ptr])
+        self.assertEqual(seen[2][2:5], [int(sets[1]["b1"][0, 0, 0]), 1.5, 0.75])
+        self.assertEqual(seen[3][:2], [warm_id, warm_ptr])
+        self.assertEqual(seen[3][2], int(sets[0]["b1"][0, 0, 0]))  # the weights stay those of call 1
+
+    def test_alphas_need_a_declaration_and_bad_declarations_or_call_files_are_errors(self):
+        M, N, K, L = 4, 6, 32, 1
+        save_case(os.path.join(self.dir, "case"), make_case(M, N, K, L, 30))
+        folder = os.path.join(self.dir, "call0")
+        save_case(folder, make_case(M, N, K, L, 31), alphas=(2.0, 1.0))
+        with open(os.path.join(folder, "call"), "w") as f:
+            f.write("new\n")
+        msgs, rc, log = run_driver(self.dir, NUMPY_EXAMPLE, warmup=0, runs=1)
+        skip = [m for m in msgs if m[0] == "skip"]
+        self.assertEqual(len(skip), 1, msgs)
+        self.assertIn("declare NVFP4_ALPHAS = True", skip[0][1])
+        with open(os.path.join(folder, "call"), "w") as f:
+            f.write("sideways\n")
+        msgs, rc, log = run_driver(self.dir, NUMPY_EXAMPLE, warmup=0, runs=1)
+        self.assertIn("unknown call kind 'sideways'", [m for m in msgs if m[0] == "error"][0][1])
+        sub = write_submission(self.dir, 'NVFP4_DATA = "numpy"\nNVFP4_ALPHAS = "yes"\n')
+        msgs, rc, log = run_driver(self.dir, sub, warmup=0, runs=1)
+        self.assertIn("NVFP4_ALPHAS must be True or False", [m for m in msgs if m[0] == "error"][0][1])
+
     def test_describe_lists_toggles_without_importing(self):
         sub = write_submission(self.dir, 'raise SystemExit("imported!")\nNVFP4_TOGGLES = ["x1", "y_2"]\n')
         out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE, check=True)
@@ -277,6 +335,10 @@ class DriverTest(unittest.TestCase):
         self.assertEqual(d["stages"]["graph"], ["capture"])
         self.assertEqual(d["stages"]["max-autotune"], ["tune"])
         self.assertEqual(d["data"], "torch")
+        self.assertFalse(d["alphas"])
+        sub = write_submission(self.dir, 'NVFP4_ALPHAS = True\n')
+        out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE, check=True)
+        self.assertTrue(json.loads(out.stdout)["alphas"])
 
 
 if __name__ == "__main__":

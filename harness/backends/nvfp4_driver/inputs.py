@@ -1,0 +1,203 @@
+"""The tensors a submission is handed (GPU MODE's `data` tuple over batch-first buffers), the ways
+the driver hands a call its inputs, and the read-back of each output."""
+import json
+import os
+
+from .protocol import TrialError
+
+POISON_BITS = 0x7D5A  # harness/check/compare.hpp kPoisonBits: a signalling NaN no arithmetic produces
+ARRAYS = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
+ACTIVATIONS = ("a", "sfa")
+# DIR/call<i>/call, written by the harness (external.hpp, SubmissionCall): how call i gets its inputs.
+CALL_KINDS = ("in-place activations", "in-place all", "new")
+
+
+def load_arrays(folder, np, required):
+    """The .npy arrays present in `folder` as batch-first uint8 (L, rows, cols)."""
+    out = {}
+    for name in ARRAYS:
+        path = os.path.join(folder, name + ".npy")
+        if not os.path.exists(path):
+            if required:
+                raise TrialError("input case %s: %s.npy is missing" % (folder, name))
+            continue
+        arr = np.load(path, allow_pickle=False)
+        if arr.dtype != np.uint8 or arr.ndim not in (2, 3):
+            raise TrialError("input %s: expected a 2-D or 3-D uint8 array, got %s %s" % (path, arr.dtype, arr.shape))
+        out[name] = arr[None] if arr.ndim == 2 else arr
+    return out
+
+
+def read_alphas(folder):
+    path = os.path.join(folder, "alphas.json")
+    if not os.path.exists(path):
+        return 1.0, 1.0
+    with open(path) as f:
+        d = json.load(f)
+    return float(d.get("alpha1", 1.0)), float(d.get("alpha2", 1.0))
+
+
+def read_call_kind(folder):
+    """How checked call i is handed its inputs: one of CALL_KINDS, or None when the folder has no
+    `call` file (then the arrays present are copied in place)."""
+    path = os.path.join(folder, "call")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        kind = f.read().strip()
+    if kind not in CALL_KINDS:
+        raise TrialError("%s: unknown call kind %r (known: %s)" % (path, kind, ", ".join(CALL_KINDS)))
+    return kind
+
+
+def case_shape(arrays):
+    L, M, K2 = arrays["a"].shape
+    N = arrays["b1"].shape[1]
+    K = 2 * K2
+    expect = {"a": (L, M, K // 2), "b1": (L, N, K // 2), "b2": (L, N, K // 2),
+              "sfa": (L, M, K // 16), "sfb1": (L, N, K // 16), "sfb2": (L, N, K // 16)}
+    if K % 16 != 0:
+        raise TrialError("input case: K = %d is not a multiple of 16" % K)
+    for name, shape in expect.items():
+        if arrays[name].shape != shape:
+            raise TrialError("input case: %s has shape %s; A and B1 imply %s" % (name, arrays[name].shape, shape))
+    return M, N, K, L
+
+
+def tiled_scales(np, plain):
+    """(L, rows, K/16) plain scales -> the C-contiguous (L, Rt, Ct, 32, 4, 4) tiled buffer."""
+    L, rows, cols = plain.shape
+    rt, ct = -(-rows // 128), -(-cols // 4)
+    padded = np.zeros((L, rt * 128, ct * 4), dtype=np.uint8)
+    padded[:, :rows, :cols] = plain
+    # row r = 128*mm + 32*mm4 + mm32, column c = 4*kk + kk4 -> buffer [l, mm, kk, mm32, mm4, kk4]
+    return np.ascontiguousarray(padded.reshape(L, rt, 4, 32, ct, 4).transpose(0, 1, 4, 3, 2, 5))
+
+
+class Inputs:
+    """One set of buffers and the `data` tuple of views over them, built once: every call handed
+    this object's data gets the same tensor objects at the same addresses (what an engine and a
+    captured graph rely on). `alphas`: (alpha1, alpha2) appended to `data` as float32 arrays of
+    shape (1,) (tensors on the device with torch), or None when the submission takes none."""
+
+    def __init__(self, np, arrays, torch=None, alphas=None):
+        self.np, self.torch = np, torch
+        self.M, self.N, self.K, self.L = case_shape(arrays)
+        host = dict(arrays)
+        for name in ("sfa", "sfb1", "sfb2"):
+            host[name + "_tiled"] = tiled_scales(np, arrays[name])
+        host["c"] = np.zeros((self.L, self.M, self.N), dtype=np.float16)
+        if alphas is not None:
+            host["alpha1"] = np.array([alphas[0]], dtype=np.float32)
+            host["alpha2"] = np.array([alphas[1]], dtype=np.float32)
+        if torch is None:
+            self.buffers = {k: np.ascontiguousarray(v).copy() for k, v in host.items()}
+        else:
+            self.buffers = {k: torch.from_numpy(np.ascontiguousarray(v)).to("cuda") for k, v in host.items()}
+        self.data = self._views()
+
+    def _views(self):
+        b = self.buffers
+        if self.torch is None:
+            last = lambda x: x.transpose(1, 2, 0)
+            tiled = lambda x: x.transpose(3, 4, 1, 5, 2, 0)
+            fp4 = fp8 = lambda x: x
+        else:
+            t = self.torch
+            last = lambda x: x.permute(1, 2, 0)
+            tiled = lambda x: x.permute(3, 4, 1, 5, 2, 0)
+            fp4 = lambda x: x.view(t.float4_e2m1fn_x2)
+            fp8 = lambda x: x.view(t.float8_e4m3fn)
+        data = (fp4(last(b["a"])), fp4(last(b["b1"])), fp4(last(b["b2"])),
+                fp8(last(b["sfa"])), fp8(last(b["sfb1"])), fp8(last(b["sfb2"])),
+                fp8(tiled(b["sfa_tiled"])), fp8(tiled(b["sfb1_tiled"])), fp8(tiled(b["sfb2_tiled"])),
+                last(b["c"]))
+        if "alpha1" in b:
+            data += (b["alpha1"], b["alpha2"])
+        return data
+
+    def update(self, arrays, alphas=None):
+        """Copies new arrays (and alphas) into the existing buffers: same addresses, new contents."""
+        for name, arr in arrays.items():
+            if arr.shape != tuple(self.buffers[name].shape):
+                raise TrialError("fresh input %s has shape %s; the case has %s"
+                                 % (name, arr.shape, tuple(self.buffers[name].shape)))
+            self._copy(name, arr)
+            if name.startswith("sf"):
+                self._copy(name + "_tiled", tiled_scales(self.np, arr))
+        if alphas is not None and "alpha1" in self.buffers:
+            for name, value in zip(("alpha1", "alpha2"), alphas):
+                self._copy(name, self.np.array([value], dtype=self.np.float32))
+
+    def copy_from(self, other):
+        """Every buffer of `other` (same case shape) copied into this one's, on the current stream."""
+        for name, buf in self.buffers.items():
+            if self.torch is None:
+                buf[...] = other.buffers[name]
+            else:
+                buf.copy_(other.buffers[name])
+
+    def _copy(self, name, arr):
+        if self.torch is None:
+            self.buffers[name][...] = arr
+        else:
+            self.buffers[name].copy_(self.torch.from_numpy(self.np.ascontiguousarray(arr)))
+
+    def poison(self):
+        self.set_output_bits(None)
+
+    def set_output_bits(self, bits):
+        """The output buffer filled with the poison pattern (bits None) or with (L, M, N) uint16 bits."""
+        c = self.buffers["c"]
+        if self.torch is None:
+            c.view(self.np.uint16)[...] = POISON_BITS if bits is None else bits
+        elif bits is None:
+            c.view(self.torch.int16).fill_(POISON_BITS)  # below 0x8000: the same bits as int16
+        else:
+            c.view(self.torch.int16).copy_(self.torch.from_numpy(bits.view(self.np.int16)))
+
+    def check_output(self, out):
+        """TrialError unless `out` is what custom_kernel must return: float16 of shape (M, N, L)."""
+        np, want = self.np, (self.M, self.N, self.L)
+        if self.torch is None:
+            if not isinstance(out, np.ndarray):
+                raise TrialError("custom_kernel returned %s; expected a float16 numpy array of shape %s"
+                                 % (type(out).__name__, want))
+            if out.dtype != np.float16 or out.shape != want:
+                raise TrialError("custom_kernel returned %s %s; expected float16 %s" % (out.dtype, out.shape, want))
+            return
+        t = self.torch
+        if not isinstance(out, t.Tensor):
+            raise TrialError("custom_kernel returned %s; expected a torch.float16 tensor of shape %s"
+                             % (type(out).__name__, want))
+        if out.dtype != t.float16 or tuple(out.shape) != want:
+            raise TrialError("custom_kernel returned %s %s; expected torch.float16 %s"
+                             % (out.dtype, tuple(out.shape), want))
+        if not out.is_cuda:
+            raise TrialError("custom_kernel returned a tensor on %s; expected one on the GPU" % out.device)
+
+
+class ReadBack:
+    """Reads outputs as (L, M, N) uint16 bit patterns. With torch, twice: first by a copy ordered on
+    the calling stream (no device-wide synchronize before it: what an engine or a timed caller
+    reading on its own stream sees), then after torch.cuda.synchronize(). The pinned host buffer is
+    allocated once, before any call, so that no allocation can synchronize the device in between."""
+
+    def __init__(self, np, shape, torch=None):
+        self.np, self.torch = np, torch
+        L, M, N = shape
+        self.host = None if torch is None else torch.empty((L, M, N), dtype=torch.int16, pin_memory=True)
+
+    def read(self, out):
+        """(stream-ordered bits, bits after a device-wide synchronize); the same array twice without torch."""
+        np, t = self.np, self.torch
+        if t is None:
+            bits = np.ascontiguousarray(out.transpose(2, 0, 1)).view(np.uint16)
+            return bits, bits
+        stream = t.cuda.current_stream()
+        self.host.copy_(out.permute(2, 0, 1).contiguous().view(t.int16), non_blocking=True)
+        stream.synchronize()
+        ordered = self.host.numpy().view(np.uint16).copy()
+        t.cuda.synchronize()
+        synced = out.permute(2, 0, 1).contiguous().view(t.int16).cpu().numpy().view(np.uint16)
+        return ordered, synced

@@ -1,0 +1,163 @@
+"""harness/backends/submission_driver.py's torch paths, run in CI against a numpy stand-in for torch
+(fake_torch/torch, whose side streams queue their writes until joined or synchronized): new tensors
+and in-place refills as the `call` files ask (addresses kept or new), the poison and the last call's
+start from the previous output on the "device", and the stream-ordered read-back, which must flag a
+submission whose side stream is never joined and must not flag one that joins it.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import numpy as np
+
+from test_submission_driver import DRIVER, ROOT, assert_close, make_case, read_output, reference, save_case
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_torch")
+DUAL = os.path.join(ROOT, "tests", "planted", "submissions", "cpu")
+MARKER = "output not complete when the calling stream reached it: work on another stream not joined?"
+
+SUBMISSION = """
+import json, sys
+sys.path.insert(0, %(dual)r)
+import numpy as np
+import torch
+from dual_numpy import decode, epilogue
+
+def _bytes(x):
+    return x.view(torch.uint8).cpu().numpy()
+
+def custom_kernel(data):
+    a, b1, b2, sfa, sfb1, sfb2 = [_bytes(x) for x in data[:6]]
+    c = data[9]
+    with open(%(log)r, "a") as f:
+        f.write(json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n")
+    out = torch.from_numpy(np.ascontiguousarray(
+        epilogue(decode(a, sfa), decode(b1, sfb1), decode(b2, sfb2)).transpose(1, 2, 0)))
+    if %(mode)r == "current":
+        c.copy_(out)
+        return c
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        c.copy_(out)
+    if %(mode)r == "joined":
+        torch.cuda.current_stream().wait_stream(side)
+    return c
+"""
+
+
+class FakeTorchDriverTest(unittest.TestCase):
+    M, N, K, L = 5, 7, 64, 2
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        shape = (self.M, self.N, self.K, self.L)
+        self.warm = make_case(*shape, 10)
+        base = make_case(*shape, 11)
+        # Checked calls: 1 in place (new activations on the warm-up's weights), 2 new tensors
+        # (a whole new set), 3 in place again.
+        self.sets = [dict(self.warm, a=base["a"], sfa=base["sfa"]), make_case(*shape, 12),
+                     dict(self.warm, a=make_case(*shape, 13)["a"], sfa=make_case(*shape, 13)["sfa"])]
+        save_case(os.path.join(self.dir, "case"), self.warm)
+        for i, (kind, case) in enumerate(zip(["in-place activations", "new", "in-place activations"], self.sets)):
+            folder = os.path.join(self.dir, "call%d" % i)
+            save_case(folder, case)
+            with open(os.path.join(folder, "call"), "w") as f:
+                f.write(kind + "\n")
+            with open(os.path.join(folder, "set"), "w") as f:
+                f.write("%d\n" % i)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_mode(self, mode, extra=()):
+        log = os.path.join(self.dir, "calls-%s.jsonl" % mode)
+        sub = os.path.join(self.dir, "sub_%s.py" % mode)
+        with open(sub, "w") as f:
+            f.write(textwrap.dedent(SUBMISSION % {"dual": DUAL, "log": log, "mode": mode}))
+        r, w = os.pipe()
+        env = dict(os.environ, PYTHONPATH=FAKE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        try:
+            proc = subprocess.run([sys.executable, DRIVER, "run", "--fd", str(w), "--dir", self.dir,
+                                   "--submission", sub, "--warmup", "2", "--runs", "3"] + list(extra),
+                                  pass_fds=(w,), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=120)
+        finally:
+            os.close(w)
+        with os.fdopen(r, "rb") as f:
+            msgs = [line.split("\t") for line in f.read().decode().splitlines()]
+        self.assertEqual(msgs[-1][0], "done", (msgs, proc.stdout.decode()))
+        with open(log) as f:
+            calls = [json.loads(line) for line in f]
+        return msgs, calls
+
+    def test_new_tensors_and_in_place_refills_reach_the_submission_as_asked(self):
+        msgs, calls = self.run_mode("current")
+        self.assertEqual([m for m in msgs if m[0] == "note"], [])
+        self.assertEqual([m[1:] for m in msgs if m[0] == "output"], [["0", "0"], ["1", "1"], ["2", "2"]])
+        self.assertTrue(any("torch data" in m[1] for m in msgs if m[0] == "describe"))
+        for i, case in enumerate(self.sets):
+            assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
+        self.assertEqual(len(calls), 5)  # 2 warm-up calls, 3 checked
+        warm_a, warm_b1, warm_id = calls[0]
+        self.assertEqual(calls[1], calls[0])
+        for i in (2, 4):  # checked calls 1 and 3: the same tensor objects, the same addresses
+            self.assertEqual(calls[i], [warm_a, warm_b1, warm_id])
+        new_a, new_b1, new_id = calls[3]  # checked call 2: everything new, weights included
+        self.assertNotEqual(new_a, warm_a)
+        self.assertNotEqual(new_b1, warm_b1)
+        self.assertNotEqual(new_id, warm_id)
+
+    def test_unjoined_side_stream_is_flagged_on_every_call(self):
+        msgs, _ = self.run_mode("unjoined")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(len(notes), 3, msgs)
+        self.assertTrue(notes[0].startswith("call 1 (in place, input set 0): " + MARKER), notes[0])
+        self.assertTrue(notes[1].startswith("call 2 (new tensors, input set 1): " + MARKER), notes[1])
+        self.assertIn("changed after a device-wide synchronize", notes[2])
+        # The stream-ordered read is what is written: calls 1 and 2 still hold the poison, call 3
+        # the previous call's output it started from.
+        poison = np.full(self.L * self.M * self.N, 0x7D5A, dtype=np.uint16)
+        for i in (0, 1):
+            bits = np.fromfile(os.path.join(self.dir, "out%d.f16" % i), dtype=np.uint16)
+            self.assertTrue(np.array_equal(bits, poison))
+        assert_close(self, read_output(self.dir, 2, self.M, self.N, self.L), reference(self.sets[1]))
+
+    def test_bench_times_both_ways_and_sends_checked_timed_outputs(self):
+        for k, case in enumerate(self.sets):  # the bench's sets in the trial's own mode
+            save_case(os.path.join(self.dir, "bench%d" % k), case if k != 1 else dict(self.warm))
+        msgs, calls = self.run_mode("current", ["--bench", "--bench-min-reps", "10", "--bench-max-reps", "20"])
+        stages = [m[1] for m in msgs if m[0] == "enter"]
+        self.assertEqual(stages[-2:], ["time", "teardown"])
+        timing = [m for m in msgs if m[0] == "timing"][0]
+        reps, b2b_calls = int(timing[1]), int(timing[8])
+        self.assertTrue(10 <= reps <= 20, timing)
+        self.assertTrue(float(timing[2]) > 0 and float(timing[7]) > 0, timing)
+        sets = [dict(self.sets[0]), dict(self.warm), dict(self.sets[2]), self.warm]
+        outputs = [m[1:] for m in msgs if m[0] == "timed-output"]
+        self.assertEqual(outputs, [["0", str((reps - 1) % 4)], ["1", str((b2b_calls - 1) % 4)]])
+        for index, set_number in outputs:
+            bits = np.fromfile(os.path.join(self.dir, "timed%s.f16" % index), dtype=np.uint16)
+            got = bits.view(np.float16).reshape(self.L, self.M, self.N)
+            assert_close(self, got, reference(sets[int(set_number)]))
+        # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
+        timed = calls[5:5 + reps]
+        self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
+        b2b = calls[5 + reps:]
+        self.assertEqual(len(b2b), b2b_calls)
+        self.assertEqual(len({c[0] for c in b2b}), 4)
+        self.assertNotIn(calls[0][0], {c[0] for c in b2b})
+
+    def test_joined_side_stream_is_not_flagged(self):
+        msgs, _ = self.run_mode("joined")
+        self.assertEqual([m for m in msgs if m[0] == "note"], [])
+        for i, case in enumerate(self.sets):
+            assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
+
+
+if __name__ == "__main__":
+    unittest.main()
