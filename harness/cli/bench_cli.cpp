@@ -240,22 +240,28 @@ Extras run_extras(const BenchExtrasRequest& rq, double budget_s, const std::stri
 }
 
 void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, const std::map<std::string, double>& yard) {
-  os << "\nBench (medians of timed calls: GPU L2-flushed, CUDA events; CPU host clock; x-yard = time / cuBLASLt "
-        "GEMM alone, graph-replayed; torch.compile figures from docs/gpu-target.md)\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-15s %-4s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s\n", "shape", "be", "combo",
-                "result", "median_us", "b2b_us", "TFLOP/s", "%peak", "x-yard", "x-torchc", "init_s", "tune_s");
+  os << "\nBench (median_us: median of single timed calls, GPU L2-flushed, CUDA events, CPU host clock; b2b_us: mean "
+        "of back-to-back calls, for a submission GPU MODE's method over distinct data objects; x-yard = time / "
+        "cuBLASLt GEMM alone, graph-replayed; torch.compile figures from docs/gpu-target.md; load, init, tune, warmup: "
+        "the trial's stage seconds, its cold-start cost)\n";
+  size_t be = 4;
+  for (const auto& r : rows) be = std::max(be, r.backend.size());
+  char line[640];
+  std::snprintf(line, sizeof line, "%-15s %-*s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s %8s %8s\n", "shape", int(be),
+                "be", "combo", "result", "median_us", "b2b_us", "TFLOP/s", "%peak", "x-yard", "x-torchc", "load_s",
+                "init_s", "tune_s", "warmup_s");
   os << line;
   for (const auto& r : rows) {
     const double tf = shape_flops(r.shape) / r.t.median;
     const auto y = yard.find(r.shape);
-    std::snprintf(line, sizeof line, "%-15s %-4s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s\n", r.shape.c_str(),
-                  r.backend.c_str(), r.combo.c_str(), r.outcome.c_str(), fmt("%.1f", r.t.median * 1e6).c_str(),
-                  fmt("%.1f", r.b2b * 1e6).c_str(), fmt("%.3g", tf * 1e-12).c_str(),
-                  fmt("%.1f", 100 * tf / peak).c_str(),
+    std::snprintf(line, sizeof line, "%-15s %-*s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s %8s %8s\n",
+                  r.shape.c_str(), int(be), r.backend.c_str(), r.combo.c_str(), r.outcome.c_str(),
+                  fmt("%.1f", r.t.median * 1e6).c_str(), fmt("%.1f", r.b2b * 1e6).c_str(),
+                  fmt("%.3g", tf * 1e-12).c_str(), fmt("%.1f", 100 * tf / peak).c_str(),
                   fmt("%.2f", y == yard.end() ? NAN : r.t.median / y->second).c_str(),
                   fmt("%.2f", torch_compile_us(r.shape) * 1e-6 / r.t.median).c_str(),
-                  fmt("%.3f", r.stage("init")).c_str(), fmt("%.3f", r.stage("tune")).c_str());
+                  fmt("%.3f", r.stage("load")).c_str(), fmt("%.3f", r.stage("init")).c_str(),
+                  fmt("%.3f", r.stage("tune")).c_str(), fmt("%.3f", r.stage("warmup")).c_str());
     os << line;
     if (r.outcome != "PASS" && !r.message.empty()) os << "    " << r.outcome << ": " << r.message << "\n";
   }
@@ -431,7 +437,6 @@ void write_bench_members(JsonWriter& j, Session& session, const TrialOptions& op
 int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<std::string>& backends,
                const std::string& program, const std::string& command,
                const std::map<std::string, ChildReport>& probes) {
-  if (vm.count("submission")) throw InputError("--bench times the harness's own trial children; not with --submission");
   if (vm.count("json") && vm.count("bench-json")) throw InputError("--json and --bench-json both name the bench report; give one");
   std::vector<Combo> combos;
   for (const auto& t : cli::list_values(vm, "bench")) combos.push_back(Combo::parse(t));

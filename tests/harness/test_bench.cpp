@@ -147,3 +147,18 @@ TEST_CASE("bench takes the suite options and writes the report of every mode (--
   CHECK(has(harness_cli::read_text(dir + "/b.xml"), "<testcase"));
   CHECK(has(harness_cli::read_text(dir + "/b.html"), "<html"));
 }
+
+TEST_CASE("bench times a Python submission through the same bench trials (numpy: host clock)") {
+  const std::string dir = harness_cli::temp_dir();
+  const auto r = harness_cli::run("bench plain --submission " + std::string(NVFP4_SOURCE_DIR) +
+                                  "/examples/submission_numpy/submission.py --shape 64x96x256 --bench-min-reps 3 "
+                                  "--bench-max-time 0.1 --json " + dir + "/b.json");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  const JsonValue report = nvfp4::read_json_file(dir + "/b.json");
+  REQUIRE(report.at("trials").items().size() == 1);
+  const JsonValue& t = report.at("trials").items()[0];
+  CHECK(t.str_or("outcome", "") == "PASS");
+  CHECK(t.at("timing").at("median_us").number() > 0);
+  CHECK(t.at("timing").at("b2b_us").number() > 0);
+}
