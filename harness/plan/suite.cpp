@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "distributions.hpp"
+#include "gpu/fused/candidates.hpp"
 
 namespace nvfp4 {
 
@@ -61,8 +62,50 @@ std::vector<CaseSpec> default_suite(const std::string& backend) {
     add(v, "256x3072x4096", "suspicious", kGpuModeSeed);
     add(v, "512x4096x7168", "suspicious", kGpuModeSeed, kAlphas[0]);
     add(v, "256x4096x7168", "normal", kGpuModeSeed, kAlphas[2]);
+    // Every configuration class the fused kernel's selection rules can offer gets a shape that
+    // offers it (stage configs then verifies it there).
+    for (const auto& shape : config_cover_shapes(v)) {
+      CaseSpec c;
+      c.shape = shape;
+      c.dist = "normal";
+      c.seed = kGpuModeSeed;
+      v.push_back(c);
+    }
   }
   return v;
+}
+
+std::map<std::string, Shape> config_classes(const std::vector<Shape>& shapes, int sms) {
+  std::map<std::string, Shape> out;
+  for (const auto& s : shapes)
+    for (const auto& c : gpu::fused::candidates(s, sms)) out.emplace(gpu::fused::config_class(c, s), s);
+  return out;
+}
+
+std::vector<Shape> config_grid(bool dense) {
+  const std::vector<int64_t> ms = dense ? std::vector<int64_t>{1, 64, 128, 129, 192, 256, 300, 384, 512, 768, 1024}
+                                        : std::vector<int64_t>{64, 256, 512};
+  const std::vector<int64_t> ns = dense ? std::vector<int64_t>{64, 96, 192, 512, 1024, 3072, 4096}
+                                        : std::vector<int64_t>{96, 1024, 3072};
+  const std::vector<int64_t> ks = dense ? std::vector<int64_t>{48, 208, 256, 512, 768, 1024, 1280, 2048, 3840, 4096, 7168}
+                                        : std::vector<int64_t>{208, 256, 768, 2048, 3840};
+  std::vector<Shape> out;
+  for (int64_t k : ks)
+    for (int64_t m : ms)
+      for (int64_t n : ns) out.push_back(Shape{m, n, k, 1});
+  // Smallest first, so each class is covered by the cheapest shape that offers it.
+  std::stable_sort(out.begin(), out.end(), [](const Shape& a, const Shape& b) { return a.M * a.N * a.K < b.M * b.N * b.K; });
+  return out;
+}
+
+std::vector<Shape> config_cover_shapes(const std::vector<CaseSpec>& suite) {
+  std::vector<Shape> have;
+  for (const auto& c : suite) have.push_back(c.shape);
+  const auto covered = config_classes(have, kConfigSms);
+  std::vector<Shape> add;
+  for (const auto& [cls, shape] : config_classes(config_grid(false), kConfigSms))
+    if (!covered.count(cls) && std::find(add.begin(), add.end(), shape) == add.end()) add.push_back(shape);
+  return add;
 }
 
 std::vector<CaseSpec> narrow_suite(const std::vector<CaseSpec>& suite, const SuiteFilter& f) {

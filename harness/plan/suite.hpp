@@ -17,6 +17,7 @@
 // (tests/harness/test_casemode.cpp). The cpu suite is kept small enough that the whole CPU
 // lattice runs in well under a minute on a 2-core machine.
 #pragma once
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,5 +43,16 @@ struct SuiteFilter {
   bool empty() const { return shapes.empty() && dists.empty() && !seed; }
 };
 std::vector<CaseSpec> narrow_suite(const std::vector<CaseSpec>& suite, const SuiteFilter& f);
+
+// Configuration coverage (stage configs, docs/design.md §3.2): the fused kernel's configuration
+// classes (gpu/fused/candidates.hpp config_class) offered on `shapes` for a device of `sms` SMs,
+// each with the first shape that offers it. The GPU suite is computed for the target's 132 SMs.
+constexpr int kConfigSms = 132;
+std::map<std::string, Shape> config_classes(const std::vector<Shape>& shapes, int sms);
+// A grid of shapes, smallest first: the suite's generator uses the coarse one, the coverage test
+// the dense one (a class only the dense grid finds fails the test: widen the coarse grid).
+std::vector<Shape> config_grid(bool dense);
+// The shapes to add to `suite` so that every class the coarse grid offers is covered.
+std::vector<Shape> config_cover_shapes(const std::vector<CaseSpec>& suite);
 
 }  // namespace nvfp4

@@ -172,4 +172,18 @@ inline size_t default_candidate(const std::vector<Candidate>& cands, const Shape
   return i < cands.size() ? i : 0;
 }
 
+// A configuration's class on a shape: its name, plus what else about the shape changes the code it
+// runs — how a split or stream-K divides the K stages (an uneven last part takes another branch;
+// ragged K off the TMA path another loop). Stage configs verifies every candidate offered on every
+// suite shape; the GPU suite (harness/plan/suite.cpp) holds a shape for every class the selection
+// rules can offer on a 132-SM device, and tests/harness/test_config_coverage.cpp checks it.
+inline std::string config_class(const Candidate& c, const Shape& s) {
+  std::string k = c.name(tma_path(s));
+  const int64_t stages = s.K / kV5Stage;
+  if (c.v5 && c.stream) k += stages % 2 ? ", odd K stages" : ", even K stages";
+  else if (c.v5 && c.splits > 1) k += stages % c.splits ? ", K stages not divisible by the splits" : ", K stages divisible";
+  if (!c.v5 && !tma_path(s)) k += s.K % 64 ? ", K % 64 != 0" : ", K % 64 == 0";
+  return k;
+}
+
 }  // namespace nvfp4::gpu::fused
