@@ -1,6 +1,11 @@
 // options.cpp — the shared option groups and the trial options (see options.hpp).
 #include "options.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
 #include "bench.hpp"
 #include "cases.hpp"
 #include "errors.hpp"
@@ -10,6 +15,20 @@ namespace po = boost::program_options;
 namespace nvfp4::cli {
 
 std::string budget_option(Stage s) { return std::string("budget-") + stage_name(s); }
+
+std::string find_sanitizer() {
+  if (const char* env = std::getenv("NVFP4_COMPUTE_SANITIZER"); env && *env) return ::access(env, X_OK) == 0 ? env : "";
+  if (const char* path = std::getenv("PATH"))
+    for (std::string dirs = path; !dirs.empty();) {
+      const size_t colon = dirs.find(':');
+      const std::string dir = dirs.substr(0, colon);
+      dirs = colon == std::string::npos ? "" : dirs.substr(colon + 1);
+      const std::string candidate = (dir.empty() ? "." : dir) + "/compute-sanitizer";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  const char* fixed = "/usr/local/cuda/bin/compute-sanitizer";
+  return ::access(fixed, X_OK) == 0 ? fixed : "";
+}
 
 po::options_description group_options(Group g) {
   const TrialOptions d;  // defaults, shared with the reproducer strings (report.cpp)
@@ -57,6 +76,9 @@ po::options_description group_options(Group g) {
           ("configs", po::value<std::string>()->default_value("all"),
            "'all': in trials of plain or a variant alone, also every configuration the path offers for the shape "
            "(stage configs, one checked call each); 'chosen': only the one the path picks")
+          ("sanitize", po::value<std::string>(),
+           "TOOL: run every trial child under compute-sanitizer --tool TOOL (memcheck, racecheck, initcheck, "
+           "synccheck), one process per trial, budgets x20; its first report is the trial's ERROR")
           ("tune-cache", po::value<std::string>(),
            "directory of the on-disk autotune cache (default: none, so stage tune really tunes)")
           ("tune-reps", po::value<int>()->default_value(d.plan.tune_reps), "timed calls per autotune candidate")
@@ -138,6 +160,17 @@ TrialOptions trial_options(const po::variables_map& vm) {
   if (configs != "all" && configs != "chosen")
     throw InputError("--configs: must be 'all' or 'chosen', not '" + configs + "'");
   opt.configs = configs == "all";
+  if (vm.count("sanitize")) {
+    opt.sanitize = vm["sanitize"].as<std::string>();
+    if (opt.sanitize != "memcheck" && opt.sanitize != "racecheck" && opt.sanitize != "initcheck" &&
+        opt.sanitize != "synccheck")
+      throw InputError("--sanitize: '" + opt.sanitize + "' is not a compute-sanitizer tool (memcheck, racecheck, "
+                       "initcheck, synccheck)");
+    opt.sanitizer = find_sanitizer();
+    if (opt.sanitizer.empty())
+      throw InputError("--sanitize: compute-sanitizer not found (on PATH, in /usr/local/cuda/bin, or "
+                       "NVFP4_COMPUTE_SANITIZER)");
+  }
   for (const auto& s : kStages)
     if (has_own_budget(s.id) && vm.count(budget_option(s.id))) opt.budget[s.id] = vm[budget_option(s.id)].as<double>();
   opt.budget.trial = vm["budget-trial"].as<double>();
@@ -145,6 +178,12 @@ TrialOptions trial_options(const po::variables_map& vm) {
   if (vm.count("tune-cache")) opt.plan.tune_cache_dir = vm["tune-cache"].as<std::string>();
   opt.plan.tune_reps = vm["tune-reps"].as<int>();
   opt.plan.tune_budget_s = vm["tune-time"].as<double>();
+  if (!opt.sanitize.empty()) {
+    // A sanitized child runs its kernels many times slower: every watchdog budget grows with it.
+    for (const auto& s : kStages)
+      if (has_own_budget(s.id)) opt.budget[s.id] = std::min(1e6, opt.budget[s.id] * TrialOptions::kSanitizeSlowdown);
+    opt.budget.trial = std::min(1e6, opt.budget.trial * TrialOptions::kSanitizeSlowdown);
+  }
   return opt;
 }
 

@@ -24,4 +24,7 @@ TrialOptions trial_options(const boost::program_options::variables_map& vm);
 // "--budget-NAME" for a stage with a budget of its own.
 std::string budget_option(Stage s);
 
+// compute-sanitizer: NVFP4_COMPUTE_SANITIZER, else on PATH, else /usr/local/cuda/bin; "" if none.
+std::string find_sanitizer();
+
 }  // namespace nvfp4::cli

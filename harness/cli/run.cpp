@@ -182,6 +182,8 @@ Setup prepare(const po::variables_map& vm, const Mode& mode) {
   // The built-in backends' manifests, only when paths will run (or be listed): a bad input above,
   // a check or a save of the reference never starts a load probe.
   s.policy = run_policy(vm);
+  // A sanitizer's report must belong to one trial: one process per trial.
+  if (!s.opt.sanitize.empty()) s.policy.isolate = Isolation::Trial;
   if (s.path_mode) load_builtins(s.backends, builtins, s.opt, s.filter, s.failed_loads, s.load_probes, s.policy.env(0));
   s.opt.faults = faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
   if (!s.opt.faults.empty() && vm.count("submission"))

@@ -75,10 +75,14 @@ std::string reproducer(const TrialSpec& t, const std::string& program) {
   add_if(cmd, o.runs != d.runs, "--runs", std::to_string(o.runs));
   add_if(cmd, o.fresh != d.fresh, "--fresh", input_set_name(o.fresh));
   add_if(cmd, o.configs != d.configs, "--configs", o.configs ? "all" : "chosen");
+  add_if(cmd, !o.sanitize.empty(), "--sanitize", o.sanitize);
+  // Budgets as the user gave them (--sanitize scales them again).
+  const double scale = o.sanitize.empty() ? 1.0 : TrialOptions::kSanitizeSlowdown;
   for (const auto& s : kStages)
     if (has_own_budget(s.id))
-      add_if(cmd, o.budget[s.id] != d.budget[s.id], std::string("--budget-") + s.name, num(o.budget[s.id]));
-  add_if(cmd, o.budget.trial != d.budget.trial, "--budget-trial", num(o.budget.trial));
+      add_if(cmd, o.budget[s.id] != d.budget[s.id] * scale, std::string("--budget-") + s.name,
+             num(o.budget[s.id] / scale));
+  add_if(cmd, o.budget.trial != d.budget.trial * scale, "--budget-trial", num(o.budget.trial / scale));
   add_if(cmd, !o.plan.tune_cache_dir.empty(), "--tune-cache", shell_quote(o.plan.tune_cache_dir));
   add_if(cmd, o.plan.tune_reps != d.plan.tune_reps, "--tune-reps", std::to_string(o.plan.tune_reps));
   add_if(cmd, o.plan.tune_budget_s != d.plan.tune_budget_s, "--tune-time", num(o.plan.tune_budget_s));

@@ -90,6 +90,12 @@ struct TrialOptions {
   int warmup = 3;             // eager calls in stage warmup
   int runs = 3;               // checked calls in stage run
   bool configs = true;        // stage configs: every configuration the base path offers, checked
+  // --sanitize: the compute-sanitizer tool (memcheck, racecheck, initcheck, synccheck) every trial
+  // child runs under, and the sanitizer's path; empty: none (worker.cpp sanitized_args).
+  std::string sanitize, sanitizer;
+  // With --sanitize every watchdog budget is this many times the one given (compute-sanitizer's
+  // tools slow kernels down by one to two orders of magnitude).
+  static constexpr double kSanitizeSlowdown = 20;
   Budgets budget;
   PlanOptions plan;           // tune cache dir, tune reps, tune time budget
   std::vector<Fault> faults;
