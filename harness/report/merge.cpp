@@ -450,6 +450,10 @@ void print_report_summary(std::ostream& os, const JsonValue& report) {
       ++ran;
     }
   if (ran) os << "  " << overhead_line(overhead, ran) << "\n";
+  std::map<std::string, double> busy;
+  for (const auto& t : trials)
+    if (const JsonValue* d = t.find("device"); d && d->is_string()) busy[d->str()] += t.number_or("wall_s", 0);
+  if (busy.size() > 1) os << "  " << busy_line(busy) << "\n";
   os << "result:";
   for (Outcome o : kOrder)
     if (total[outcome_name(o)]) os << " " << total[outcome_name(o)] << " " << outcome_name(o);

@@ -171,6 +171,12 @@ void print_trial_details(std::ostream& os, const TrialResult& r, const std::stri
   os << "      reproduce: " << reproducer(r.spec, program) << "\n";
 }
 
+std::string busy_line(const std::map<std::string, double>& busy) {
+  std::string s = "busy per GPU (CUDA_VISIBLE_DEVICES, trial wall time):";
+  for (const auto& [d, t] : busy) s += " " + d + " " + fmt("%.1f", t) + " s";
+  return s;
+}
+
 std::string overhead_line(double seconds, int trials) {
   return "overhead: " + fmt("%.2f", seconds) + " s outside the stages in " + std::to_string(trials) + " trial" +
          (trials == 1 ? "" : "s") + " (" + fmt("%.1f", trials ? 1e3 * seconds / trials : 0) +
@@ -258,6 +264,10 @@ void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_
     ran += r.wall > 0;
   }
   if (ran) os << "  " << overhead_line(overhead, ran) << "\n";
+  std::map<std::string, double> busy;
+  for (const auto& r : rs)
+    if (!r.device.empty()) busy[r.device] += r.wall;
+  if (busy.size() > 1) os << "  " << busy_line(busy) << "\n";
   std::map<Outcome, int> total;
   for (const auto& r : rs) ++total[r.outcome];
   os << "result:";

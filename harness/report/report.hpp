@@ -2,6 +2,7 @@
 // reproducer, the summary table, and the JSON report (--json FILE). Evaluation lives elsewhere;
 // this file only formats.
 #pragma once
+#include <map>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -38,6 +39,8 @@ void print_trial_details(std::ostream& os, const TrialResult& r, const std::stri
 // The summary's overhead line: `seconds` outside the stages (TrialResult::overhead) in `trials`
 // trials that ran.
 std::string overhead_line(double seconds, int trials);
+// "busy per GPU ...: 0 12.3 s 1 11.9 s": each device's trial wall time (shown when trials ran on several).
+std::string busy_line(const std::map<std::string, double>& busy);
 // The end-of-run summary: per backend and combination, outcome counts; degenerate cases and
 // suspicious data; every failing trial's reproducer (unless `list_failures` is off, as in a bisect,
 // whose verdict names its own reproducer); the overhead outside the stages; the overall result;
