@@ -204,7 +204,9 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
     m << ": stale inputs or a cached result?";
   }
+  if (!r.cmp.cert_pass()) m << "; exactness certificate: " << r.cmp.cert_message();
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
+  if (!r.cmp.ms_pass()) m << "; mean-square gate: " << r.cmp.ms_message();
   r.message = m.str();
   return r;
 }

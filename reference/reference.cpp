@@ -71,7 +71,7 @@ namespace {
 
 constexpr int64_t kChunkN = 256;           // rows of B1 (and of B2) per work tile
 constexpr int64_t kMaxAElems = 1 << 25;    // decoded A super-block: at most 32 Mi doubles (256 MB)
-constexpr int kNoBits = 1 << 20;           // q of an all-zero row: any S (= 0) is certified
+constexpr int kNoBits = kZeroRowQ;         // q of an all-zero row: any S (= 0) is certified
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Tables {
@@ -279,6 +279,9 @@ ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt)
   if (opt.abs_sums) {
     r.g_abs.assign(size_t(L * M * N), 0.0);
     r.u_abs.assign(size_t(L * M * N), 0.0);
+    r.q_a.assign(size_t(L * M), kNoBits);
+    r.q_b1.assign(size_t(L * N), kNoBits);
+    r.q_b2.assign(size_t(L * N), kNoBits);
   }
 
   const int64_t chunk_n = std::min(N, kChunkN);
@@ -300,6 +303,8 @@ ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt)
       a_stats.assign(size_t(ms), RowStats{});
       decode_rows(p.a.data() + (l * M + m0) * (K / 2), p.sfa.data() + (l * M + m0) * KB, ms, K,
                   a_dec.data(), a_stats.data());
+      if (opt.abs_sums)
+        for (int64_t i = 0; i < ms; ++i) r.q_a[size_t(l * M + m0 + i)] = a_stats[size_t(i)].q;
       std::once_flag a_abs_once;
       auto ensure_a_abs = [&] {
         std::call_once(a_abs_once, [&] {
@@ -337,6 +342,11 @@ ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt)
         decode_rows(p.b1.data() + boff * (K / 2), p.sfb1.data() + boff * KB, nc, K, b_dec, b_stats);
         decode_rows(p.b2.data() + boff * (K / 2), p.sfb2.data() + boff * KB, nc, K, b_dec + nc * K,
                     b_stats + nc);
+        if (opt.abs_sums && m0 == 0 && mt0 == 0)  // the one tile of this batch that stores these rows' q
+          for (int64_t j = 0; j < nc; ++j) {
+            r.q_b1[size_t(boff + j)] = b_stats[j].q;
+            r.q_b2[size_t(boff + j)] = b_stats[nc + j].q;
+          }
 
         double* prod = ws.prod.get(size_t(mt * w));
         gemm.f64(a_dec.data() + mt0 * K, b_dec, prod, mt, w, K, w);
