@@ -97,6 +97,10 @@ void write_comparison_text(std::ostream& os, const Comparison& c, const std::str
      << " over " << c.ms_elements << " accumulation-dominated elements (limit " << stat_margin_text(c.ms_limit)
      << "), margin " << stat_margin_text(c.ms_margin) << "\n";
   if (!c.ms_pass()) os << in << "  " << c.ms_message() << "\n";
+  os << in << "rounding direction: " << (c.dir_pass() ? "pass" : "FAIL") << ", " << c.dir_toward << " of "
+     << c.dir_elements << " elements that round away from zero rounded toward it (limit " << c.dir_limit
+     << "), margin " << stat_margin_text(c.dir_margin) << "\n";
+  if (!c.dir_pass()) os << in << "  " << c.dir_message() << "\n";
   os << in << "attribution: " << c.attribution_detail << "\n";
   os << in << "GPU MODE check (|x-ref| <= 1e-3 + 1e-3*|ref|): " << (c.gpumode_pass() ? "pass" : "FAIL")
      << " (" << c.gpumode_mismatch << " mismatches)\n";
@@ -167,6 +171,13 @@ void write_comparison_json(JsonWriter& j, const Comparison& c) {
   j.key("margin").value(c.ms_margin);  // null: no element beyond one correct rounding
   j.key("false_alarm").value(Statistic::kFalseAlarm);
   j.key("message").value(c.ms_message());
+  j.end_object();
+  j.key("direction").begin_object();
+  j.key("pass").value(c.dir_pass()).key("elements").value(c.dir_elements);
+  j.key("toward_zero").value(c.dir_toward).key("expected_max").value(c.dir_expected);
+  j.key("limit").value(c.dir_limit);
+  j.key("margin").value(c.dir_margin);  // null: none rounded toward zero
+  j.key("message").value(c.dir_message());
   j.end_object();
   j.key("gpumode_check").begin_object();
   j.key("pass").value(c.gpumode_pass()).key("mismatches").value(c.gpumode_mismatch);

@@ -135,7 +135,23 @@ std::string Comparison::criterion() const {
   if (!cert_pass()) return "certificate";
   if (!stat_pass()) return "statistic";
   if (!ms_pass()) return "mean_square";
+  if (!dir_pass()) return "direction";
   return "";
+}
+
+int64_t Direction::limit(double mu) {
+  // log of the Chernoff bound e^-mu (e mu / t)^t, decreasing in t for t > mu.
+  const double log_alpha = std::log(Statistic::kFalseAlarm);
+  auto log_bound = [&](double t) { return mu <= 0 ? -INFINITY : -mu + t * (1 + std::log(mu / t)); };
+  int64_t t = std::max<int64_t>(1, int64_t(std::floor(mu)) + 1);
+  if (log_bound(double(t)) <= log_alpha) return t - 1;
+  int64_t hi = t;
+  while (log_bound(double(hi)) > log_alpha) hi *= 2;
+  while (hi - t > 1) {  // log_bound(t) > log_alpha >= log_bound(hi)
+    const int64_t mid = t + (hi - t) / 2;
+    (log_bound(double(mid)) > log_alpha ? t : hi) = mid;
+  }
+  return hi - 1;  // P(T >= hi) <= alpha: T <= hi - 1 passes
 }
 
 double MeanSquare::limit(int64_t n) {
@@ -192,6 +208,18 @@ std::string Comparison::cert_message() const {
     s += "; G or U was not kept exact: an intermediate held in bf16 or fp16, lost or repeated terms, "
          "or an approximate epilogue?";
   return s;
+}
+
+std::string Comparison::dir_message() const {
+  if (dir_pass()) return "";
+  char buf[512];
+  const int n = std::snprintf(
+      buf, sizeof buf,
+      "%lld of %lld elements whose exact value rounds away from zero are rounded toward zero (a correct "
+      "path, whose fp32 error is at most fp32 accumulation noise plus the epilogue's roundings: at most "
+      "%lld): a final fp16 conversion that truncates (rounds toward zero)?",
+      (long long)dir_toward, (long long)dir_elements, (long long)dir_limit);
+  return std::string(buf, size_t(std::max(0, n)));
 }
 
 std::string Comparison::ms_message() const {

@@ -84,6 +84,18 @@
 //   - Chernoff over n independent elements: P(sum z_i^2 >= n*t) <= exp(-n*(t - 1 - ln t)/2);
 //     the limit t* solves n*(t - 1 - ln t)/2 = ln(1/kFalseAlarm).
 // mean(z^2) > t* FAILS ("mean_square"); margin t* / mean(z^2).
+//
+// The fifth criterion, rounding direction (docs/design.md §4.13). A conversion that truncates
+// moves every element whose exact value rounds away from zero one fp16 step toward zero; where
+// the accumulation noise tau is comparable to half an fp16 spacing the criteria above cannot see
+// it. Over the elements whose correct rounding is away from zero (|ref| > |c|), at distance d
+// beyond the rounding midpoint: a correct path rounds toward zero only if its fp32 value moved by
+// more than d - e_c toward zero (e_c: the epilogue's allowance above, computed for these inputs),
+// which under the model of step 1 has probability at most p_i = exp(-(d - e_c)^2 / (2 tau^2))
+// (one-sided Hoeffding: the error is a mean-zero sub-Gaussian of proxy tau). The count T of
+// elements rounded toward zero is then below a sum of independent Bernoullis of mean mu = sum p_i,
+// and P(T >= t) <= e^-mu (e mu / t)^t (Chernoff) for t > mu; the limit is the smallest t with that
+// bound <= kFalseAlarm. T above it FAILS ("direction"); margin = limit / T.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -162,6 +174,12 @@ struct MeanSquare {
   static double limit(int64_t n);
 };
 
+// The rounding-direction criterion's limit (header, fifth criterion).
+struct Direction {
+  // The smallest count t with e^-mu (e mu / t)^t <= Statistic::kFalseAlarm (and t > mu).
+  static int64_t limit(double mu);
+};
+
 // The exactness certificate (header, third criterion).
 struct Certificate {
   // Whether every partial sum, in any order, of a dot product whose terms are integer multiples
@@ -233,19 +251,28 @@ struct Comparison {
   double ms_limit = INFINITY;     // t*(n)
   double ms_margin = INFINITY;    // t* / mean; < 1 fails
 
+  // The rounding-direction criterion (header, fifth criterion).
+  int64_t dir_elements = 0;       // elements whose correct rounding is away from zero
+  int64_t dir_toward = 0;         // T: of them, rounded toward zero instead
+  double dir_expected = 0;        // mu: the most a correct path rounds toward zero on average
+  int64_t dir_limit = 0;          // the largest T a correct path reaches (false alarm kFalseAlarm)
+  double dir_margin = INFINITY;   // limit / T; < 1 fails
+
   bool bound_pass() const { return over_tolerance == 0; }
   bool stat_pass() const { return unexplained <= unexplained_limit; }
   bool cert_pass() const { return cert_violations == 0; }
   bool ms_pass() const { return !(ms_mean > ms_limit); }
-  bool pass() const { return bound_pass() && cert_pass() && stat_pass() && ms_pass(); }
+  bool dir_pass() const { return dir_toward <= dir_limit; }
+  bool pass() const { return bound_pass() && cert_pass() && stat_pass() && ms_pass() && dir_pass(); }
   // The first failing criterion in the order "bound" (the worst-case bound rejects elements),
-  // "certificate", "statistic", "mean_square"; "" when all pass.
+  // "certificate", "statistic", "mean_square", "direction"; "" when all pass.
   std::string criterion() const;
   // One sentence on a statistical failure, saying what it means; "" when the criterion passes.
   std::string stat_message() const;
   // Likewise for the certificate and the mean-square criterion.
   std::string cert_message() const;
   std::string ms_message() const;
+  std::string dir_message() const;
   bool gpumode_pass() const { return gpumode_mismatch == 0; }
 };
 

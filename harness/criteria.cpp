@@ -86,13 +86,14 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
   if (e.stat) {
     e.sc = Statistic::scale(tol, e.g, e.u, e.s_g, e.s_u);
     e.beyond = std::fabs(e.x - e.v.exact) - e.sc.half_ulp - e.sc.e_ep;
+    e.e_ep_wide = Certificate::epilogue_allowance(tol, e.g, e.u);
   }
   if (!ref.q_a.empty()) {
     const int64_t row = e.er.l * s.M + e.er.m, col = e.er.l * s.N + e.er.n;
     const int64_t qa = ref.q_a[size_t(row)];
     if (Certificate::exact_in_fp32(e.s_g, e.g, qa + ref.q_b1[size_t(col)]) &&
         Certificate::exact_in_fp32(e.s_u, e.u, qa + ref.q_b2[size_t(col)])) {
-      e.e_cert = Certificate::epilogue_allowance(tol, e.g, e.u);
+      e.e_cert = e.stat ? e.e_ep_wide : Certificate::epilogue_allowance(tol, e.g, e.u);
       e.certified = std::isfinite(e.e_cert) && !e.got_nan;
     }
   }
@@ -271,6 +272,34 @@ void MeanSquareExcess::finish(Comparison& out, const Scan&) const {
   for (double v : z2) sum += v;  // in index order: the same sum for any split
   out.ms_mean = sum / double(z2.size());
   out.ms_margin = out.ms_mean > 0 ? out.ms_limit / out.ms_mean : kInf;
+}
+
+void RoundingDirection::observe(const Element& e) {
+  if (!e.stat || !std::isfinite(e.e_ep_wide)) return;
+  const double c = std::fabs(e.v.exact), r = std::fabs(fp16_to_double(e.ref));
+  if (!(r > c)) return;  // the correct rounding is not away from zero
+  const double d = r - c > 0 ? fp16_ulp_at(c) / 2 - (r - c) : 0;  // beyond the midpoint
+  const double slack = d - std::max(e.e_ep_wide, e.sc.e_ep);
+  double pi = 1;
+  if (slack > 0) pi = e.sc.tau > 0 ? std::exp(-slack * slack / (2 * e.sc.tau * e.sc.tau)) : 0.0;
+  ++elements;
+  p.push_back(pi);
+  const bool same_sign = std::signbit(e.x) == std::signbit(e.v.exact) || e.x == 0;
+  if (std::fabs(e.x) < r && same_sign) ++toward;
+}
+void RoundingDirection::merge(const RoundingDirection& o) {
+  elements += o.elements;
+  toward += o.toward;
+  p.insert(p.end(), o.p.begin(), o.p.end());
+}
+void RoundingDirection::finish(Comparison& out, const Scan&) const {
+  double mu = 0;
+  for (double v : p) mu += v;  // in index order: the same sum for any split
+  out.dir_elements = elements;
+  out.dir_toward = toward;
+  out.dir_expected = mu;
+  out.dir_limit = std::min<int64_t>(elements, Direction::limit(mu));
+  if (toward > 0) out.dir_margin = double(out.dir_limit) / double(toward);
 }
 
 void Attribution::observe(const Element& e) {

@@ -47,7 +47,8 @@ struct Element {
   Statistic::Scale sc;        // (stat) tau, e_ep, h
   double beyond = 0;          // (stat) |c^ - c| - h - e_ep
   bool certified = false;     // G and U certified exact in fp32 and the allowance applies
-  double e_cert = 0;          // (certified) the epilogue allowance e_c
+  double e_ep_wide = 0;       // (stat) e_c for these G, U (+inf where it does not apply)
+  double e_cert = 0;          // (certified) = e_ep_wide
 };
 
 // Keeps the `cap` elements with the largest err/bound (NaN/inf errors first), earlier first on ties.
@@ -117,6 +118,14 @@ struct MeanSquareExcess {  // the mean-square criterion
   void finish(Comparison& out, const Scan&) const;
 };
 
+struct RoundingDirection {  // elements rounded toward zero where the exact value rounds away
+  int64_t elements = 0, toward = 0;
+  std::vector<double> p;  // p_i of every such element, in index order
+  void observe(const Element& e);
+  void merge(const RoundingDirection& o);
+  void finish(Comparison& out, const Scan&) const;
+};
+
 struct Attribution {  // where the rejected elements went wrong (reads the finished bound counts)
   int64_t g_off = 0, u_off = 0, rejected_real = 0, rejected_with_gemm_error = 0;
   void observe(const Element& e);
@@ -144,7 +153,7 @@ struct Criteria {
 };
 
 using AllCriteria = Criteria<Poison, GpuMode, UlpHistogram, MaxError, Bound, OutlierCount, Certified,
-                             MeanSquareExcess, Attribution>;
+                             MeanSquareExcess, RoundingDirection, Attribution>;
 
 // Fills the shared quantities of element i (everything but the accumulators' own work).
 Element make_element(const Scan& scan, const uint16_t* got, const std::vector<float>* g_hat,

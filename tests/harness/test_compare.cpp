@@ -565,7 +565,20 @@ TEST_CASE("compare_output: a large output scanned on several threads gives exact
     CHECK(many.element_margin == one.element_margin);
     CHECK(many.excess_factor == one.excess_factor);
     CHECK(same_list(many.unexplained_at, one.unexplained_at));
+    CHECK(many.certified == one.certified);
+    CHECK(many.cert_violations == one.cert_violations);
+    CHECK(many.cert_one_ulp == one.cert_one_ulp);
+    CHECK(many.cert_margin == one.cert_margin);
+    CHECK(same_list(many.cert_at, one.cert_at));
+    CHECK(many.ms_elements == one.ms_elements);
+    CHECK(many.ms_mean == one.ms_mean);
+    CHECK(many.ms_limit == one.ms_limit);
+    CHECK(many.dir_elements == one.dir_elements);
+    CHECK(many.dir_toward == one.dir_toward);
+    CHECK(many.dir_expected == one.dir_expected);
+    CHECK(many.dir_limit == one.dir_limit);
   }
   CHECK(one.poisoned > 5);     // the lists were cut: their merge order matters
   CHECK(one.over_tolerance > 5);
+  CHECK(one.cert_violations > 5);
 }
