@@ -68,7 +68,9 @@
 // 2 ulps, the alpha2 rounding, the product, and room for a reordered epilogue). The output must
 // satisfy |c^ - c| <= e_c + ulp16(|c| + e_c)/2: the correct rounding of some value within e_c of c.
 // ANY certified element beyond it fails ("certificate"): a conversion that truncates, an
-// intermediate held in bf16 or fp16, a lost term. Certified are elements with finite G and U,
+// intermediate held in bf16 or fp16, a lost term. The certificate applies only when alpha1 and
+// alpha2 are powers of two (1 included), so that a path may apply them anywhere (to the scales,
+// to each term, to the sums) without a rounding. Certified are elements with finite G and U,
 // x = alpha1*G in [-64, 2^100], |x|, |alpha2*U| in {0} u [2^-100, 2^100] and |c| + e_c < 65504;
 // the others are left to the first two criteria. Margin: e_c / (|c^ - c| - ulp16/2), the
 // smallest over certified elements (+inf when every one is correctly rounded).

@@ -29,6 +29,9 @@ struct Scan {
   bool have_mid = false;   // the path exposes intermediates
   bool mid_sized = false;  // ... of the right size
   size_t g_hat_size = 0, u_hat_size = 0;
+  // The certificate applies only with power-of-two alphas: a path may then fold them into the
+  // scales or the terms without any rounding (compare.hpp, third criterion).
+  bool cert_alphas = false;
 };
 
 // One element as every criterion sees it; the shared per-element quantities are computed once.

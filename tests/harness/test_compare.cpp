@@ -527,10 +527,10 @@ TEST_CASE("compare_output: a large output scanned on several threads gives exact
   for (size_t i = 29; i < out.size(); i += 4099) out[i] = 0x7E00;
   for (size_t i = 7; i < out.size(); i += 311) out[i] = uint16_t(out[i] + 1);  // one ulp, many of them
   for (size_t i = 101; i < gh.size(); i += 2711) gh[i] += 1.0f;
-  const Comparison one = compare_output(d.ref, 1.5f, -0.75f, out.data(), &gh, &uh, 2, 1);
+  const Comparison one = compare_output(d.ref, 2.0f, -0.5f, out.data(), &gh, &uh, 2, 1);
   for (int threads : {2, 3, 8}) {
     CAPTURE(threads);
-    const Comparison many = compare_output(d.ref, 1.5f, -0.75f, out.data(), &gh, &uh, 2, threads);
+    const Comparison many = compare_output(d.ref, 2.0f, -0.5f, out.data(), &gh, &uh, 2, threads);
     auto same_report = [](const ElementReport& x, const ElementReport& y) {
       return x.l == y.l && x.m == y.m && x.n == y.n && x.got == y.got && x.call == y.call &&
              (x.err == y.err || (std::isnan(x.err) && std::isnan(y.err)));
@@ -580,5 +580,5 @@ TEST_CASE("compare_output: a large output scanned on several threads gives exact
   }
   CHECK(one.poisoned > 5);     // the lists were cut: their merge order matters
   CHECK(one.over_tolerance > 5);
-  CHECK(one.cert_violations > 5);
+  CHECK(one.cert_violations > 5);  // (power-of-two alphas: the certificate applies)
 }

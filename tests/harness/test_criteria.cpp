@@ -330,3 +330,20 @@ TEST_CASE("criteria: errors systematically 3.5x the fp32 accumulation scale fail
     CHECK(c.ms_message().find("bf16") != std::string::npos);
   }
 }
+
+TEST_CASE("certificate: only with power-of-two alphas (a path may fold them into the terms)") {
+  for (float alpha1 : {1.0f, 0.5f, -4.0f, 1.5f, 0.7f}) {
+    Problem p = make_problem(Shape::parse("33x65x160"), "normal", 6);
+    p.alpha1 = alpha1;
+    p.alpha2 = 2.0f;
+    ReferenceOptions o;
+    o.abs_sums = true;
+    const ReferenceResult ref = compute_reference(p, o);
+    const Comparison c = compare_output(ref, p.alpha1, p.alpha2, ref.c.data(), nullptr, nullptr);
+    INFO("alpha1 " << alpha1 << ": " << describe(c));
+    CHECK(c.pass());
+    const bool pow2 = alpha1 == 1.0f || alpha1 == 0.5f || alpha1 == -4.0f;
+    CHECK((c.certified == int64_t(ref.c.size())) == pow2);
+    CHECK((c.certified == 0) == !pow2);
+  }
+}
