@@ -347,3 +347,38 @@ TEST_CASE("certificate: only with power-of-two alphas (a path may fold them into
     CHECK((c.certified == 0) == !pow2);
   }
 }
+
+TEST_CASE("reference: the row exponents q are the smallest trailing-zero count of a nonzero term factor") {
+  // Brute force over every element: I = (2*e2m1) * (512*e4m3), blocks with a NaN scale skipped.
+  auto row_q = [](const std::vector<uint8_t>& packed, const std::vector<uint8_t>& sf, int64_t row, int64_t K) {
+    int32_t q = kZeroRowQ;
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t s = sf[size_t(row * (K / 16) + k / 16)];
+      if (e4m3_is_nan(s)) continue;
+      const int64_t v = int64_t(e2m1_twice(fp4_code_at(packed.data() + row * (K / 2), k))) * e4m3_times_512(s);
+      if (v != 0) q = std::min<int32_t>(q, __builtin_ctzll(uint64_t(v < 0 ? -v : v)));
+    }
+    return q;
+  };
+  for (const char* dist : {"normal", "uniform", "edge", "suspicious", "ones"}) {
+    const Problem p = make_problem(Shape::parse("40x600x64x3"), dist, 9);
+    ReferenceOptions o;
+    o.abs_sums = true;
+    o.threads = 3;
+    const ReferenceResult r = compute_reference(p, o);
+    const Shape& s = p.shape;
+    REQUIRE(int64_t(r.q_a.size()) == s.L * s.M);
+    REQUIRE(int64_t(r.q_b1.size()) == s.L * s.N);
+    REQUIRE(int64_t(r.q_b2.size()) == s.L * s.N);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < s.L * s.M; ++i) bad += r.q_a[size_t(i)] != row_q(p.a, p.sfa, i, s.K);
+    for (int64_t i = 0; i < s.L * s.N; ++i) {
+      bad += r.q_b1[size_t(i)] != row_q(p.b1, p.sfb1, i, s.K);
+      bad += r.q_b2[size_t(i)] != row_q(p.b2, p.sfb2, i, s.K);
+    }
+    INFO(dist);
+    CHECK(bad == 0);
+  }
+  ReferenceOptions plain;
+  CHECK(compute_reference(make_problem(Shape::parse("4x4x32"), "normal", 1), plain).q_a.empty());
+}
