@@ -91,8 +91,19 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
   if (scan.cert_alphas && !ref.q_a.empty()) {
     const int64_t row = e.er.l * s.M + e.er.m, col = e.er.l * s.N + e.er.n;
     const int64_t qa = ref.q_a[size_t(row)];
-    if (Certificate::exact_in_fp32(e.s_g, e.g, qa + ref.q_b1[size_t(col)]) &&
-        Certificate::exact_in_fp32(e.s_u, e.u, qa + ref.q_b2[size_t(col)])) {
+    // The rows' quantum first; where it does not certify, the finer one of the blocks.
+    auto exact = [&](double s_abs, double v, int64_t q_row, const std::vector<uint8_t>& qb) {
+      if (Certificate::exact_in_fp32(s_abs, v, q_row)) return true;
+      if (qb.empty()) return false;
+      const int64_t kb = s.K / kBlock;
+      const uint8_t* a = ref.qb_a.data() + row * kb;
+      const uint8_t* b = qb.data() + col * kb;
+      unsigned q = 2 * kZeroBlockQ;
+      for (int64_t i = 0; i < kb; ++i) q = std::min(q, unsigned(a[i]) + unsigned(b[i]));
+      return q < unsigned(kZeroBlockQ) && Certificate::exact_in_fp32(s_abs, v, int64_t(q));
+    };
+    if (exact(e.s_g, e.g, qa + ref.q_b1[size_t(col)], ref.qb_b1) &&
+        exact(e.s_u, e.u, qa + ref.q_b2[size_t(col)], ref.qb_b2)) {
       e.e_cert = e.stat ? e.e_ep_wide : Certificate::epilogue_allowance(tol, e.g, e.u);
       e.certified = std::isfinite(e.e_cert) && !e.got_nan;
     }
@@ -367,6 +378,10 @@ Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2
   if (!ref.q_a.empty() && (int64_t(ref.q_a.size()) != s.L * s.M || int64_t(ref.q_b1.size()) != s.L * s.N ||
                            int64_t(ref.q_b2.size()) != s.L * s.N))
     throw std::logic_error("compare_output: the reference's row exponents q have the wrong size");
+  const int64_t kb = s.K / kBlock;
+  if (!ref.qb_a.empty() && (int64_t(ref.qb_a.size()) != s.L * s.M * kb ||
+                            int64_t(ref.qb_b1.size()) != s.L * s.N * kb || int64_t(ref.qb_b2.size()) != s.L * s.N * kb))
+    throw std::logic_error("compare_output: the reference's block exponents have the wrong size");
   const Tolerance tol(s.K, alpha1, alpha2);
   criteria::Scan scan{ref, tol};
   scan.have_mid = g_hat && u_hat;

@@ -29,6 +29,8 @@ struct ReferenceOptions {
 
 // ReferenceResult's q of a row without any nonzero element: its terms are all zero.
 constexpr int32_t kZeroRowQ = 1 << 20;
+// The block exponent of a block without terms; twice it still fits a uint8_t sum.
+constexpr int kZeroBlockQ = 127;
 
 struct ReferenceResult {
   Shape shape;
@@ -43,6 +45,11 @@ struct ReferenceResult {
   // 2^(q_a[l, m] + q_b1[l, n] - 20), every term of U of 2^(q_a[l, m] + q_b2[l, n] - 20): with the
   // abs sums this certifies where fp32 accumulation is exact (harness/compare.hpp, Certificate).
   std::vector<int32_t> q_a, q_b1, q_b2;
+  // The same per block of 16: (L, M, K/16) for A, (L, N, K/16) for B1 and B2 (kZeroBlockQ for a
+  // block without a nonzero element or with a NaN scale). Every term of block b of G[l, m, n] is a
+  // multiple of 2^(qb_a[l, m, b] + qb_b1[l, n, b] - 20): the minimum over b is a finer quantum for
+  // the element than the rows' q when the rows' smallest exponents lie in different blocks.
+  std::vector<uint8_t> qb_a, qb_b1, qb_b2;
   // How the G and U elements were certified (reference.cpp): elements the row-norm bound could
   // not certify, settled by the |A| |B|^T GEMM (tier 2) or recomputed in integers (tier 3).
   int64_t certified_by_abs_gemm = 0;
