@@ -71,7 +71,7 @@ namespace {
 
 constexpr int64_t kChunkN = 256;           // rows of B1 (and of B2) per work tile
 constexpr int64_t kMaxAElems = 1 << 25;    // decoded A super-block: at most 32 Mi doubles (256 MB)
-constexpr int kNoBits = 1 << 20;           // q of an all-zero row: any S (= 0) is certified
+constexpr int kNoBits = kZeroRowQ;         // q of an all-zero row: any S (= 0) is certified
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Tables {
@@ -109,9 +109,10 @@ struct RowStats {
 };
 
 // Decodes `rows` rows of a packed (rows, K/2) E2M1 matrix with (rows, K/16) scales into a
-// (rows, K) row-major double matrix, and fills one RowStats per row.
+// (rows, K) row-major double matrix, and fills one RowStats per row and, unless null, the
+// (rows, K/16) block exponents (ReferenceResult::qb_a).
 void decode_rows(const uint8_t* packed, const uint8_t* sf, int64_t rows, int64_t K, double* out,
-                 RowStats* stats) {
+                 RowStats* stats, uint8_t* block_q = nullptr) {
   const Tables& t = tables();
   const int64_t kb = K / kBlock;
   for (int64_t r = 0; r < rows; ++r) {
@@ -132,12 +133,15 @@ void decode_rows(const uint8_t* packed, const uint8_t* sf, int64_t rows, int64_t
         o[2 * j + 1] = t.e2m1[hi] * s;
         bits_or |= t.e2m1_twice_abs[lo] | t.e2m1_twice_abs[hi];
       }
+      if (block_q) block_q[r * kb + b] = uint8_t(kZeroBlockQ);
       if (e4m3_is_nan(sbyte)) {
         st.nan = true;
         continue;
       }
       if (bits_or == 0 || t.e4m3_int[sbyte] == 0) continue;  // an all-zero block adds nothing
-      st.q = std::min(st.q, t.e4m3_ctz[sbyte] + __builtin_ctz(bits_or));
+      const int bq = t.e4m3_ctz[sbyte] + __builtin_ctz(bits_or);  // at most 15 + 3
+      st.q = std::min(st.q, bq);
+      if (block_q) block_q[r * kb + b] = uint8_t(bq);
       for (int j = 0; j < kBlock; ++j) {
         const double a = std::fabs(o[j]);
         st.l1 += a;  // exact: multiples of 2^-10 summing to < 2^47
@@ -279,6 +283,12 @@ ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt)
   if (opt.abs_sums) {
     r.g_abs.assign(size_t(L * M * N), 0.0);
     r.u_abs.assign(size_t(L * M * N), 0.0);
+    r.q_a.assign(size_t(L * M), kNoBits);
+    r.q_b1.assign(size_t(L * N), kNoBits);
+    r.q_b2.assign(size_t(L * N), kNoBits);
+    r.qb_a.assign(size_t(L * M * KB), uint8_t(kZeroBlockQ));
+    r.qb_b1.assign(size_t(L * N * KB), uint8_t(kZeroBlockQ));
+    r.qb_b2.assign(size_t(L * N * KB), uint8_t(kZeroBlockQ));
   }
 
   const int64_t chunk_n = std::min(N, kChunkN);
@@ -299,7 +309,9 @@ ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt)
       a_dec.resize(size_t(ms * K));
       a_stats.assign(size_t(ms), RowStats{});
       decode_rows(p.a.data() + (l * M + m0) * (K / 2), p.sfa.data() + (l * M + m0) * KB, ms, K,
-                  a_dec.data(), a_stats.data());
+                  a_dec.data(), a_stats.data(), opt.abs_sums ? r.qb_a.data() + (l * M + m0) * KB : nullptr);
+      if (opt.abs_sums)
+        for (int64_t i = 0; i < ms; ++i) r.q_a[size_t(l * M + m0 + i)] = a_stats[size_t(i)].q;
       std::once_flag a_abs_once;
       auto ensure_a_abs = [&] {
         std::call_once(a_abs_once, [&] {
@@ -334,9 +346,16 @@ ReferenceResult compute_reference(const Problem& p, const ReferenceOptions& opt)
         double* b_dec = ws.b_dec.get(size_t(w * K));
         RowStats* b_stats = ws.b_stats.get(size_t(w));
         const int64_t boff = l * N + n0;
-        decode_rows(p.b1.data() + boff * (K / 2), p.sfb1.data() + boff * KB, nc, K, b_dec, b_stats);
+        const bool store_q = opt.abs_sums && m0 == 0 && mt0 == 0;  // the one tile storing these rows' q
+        decode_rows(p.b1.data() + boff * (K / 2), p.sfb1.data() + boff * KB, nc, K, b_dec, b_stats,
+                    store_q ? r.qb_b1.data() + boff * KB : nullptr);
         decode_rows(p.b2.data() + boff * (K / 2), p.sfb2.data() + boff * KB, nc, K, b_dec + nc * K,
-                    b_stats + nc);
+                    b_stats + nc, store_q ? r.qb_b2.data() + boff * KB : nullptr);
+        if (store_q)
+          for (int64_t j = 0; j < nc; ++j) {
+            r.q_b1[size_t(boff + j)] = b_stats[j].q;
+            r.q_b2[size_t(boff + j)] = b_stats[nc + j].q;
+          }
 
         double* prod = ws.prod.get(size_t(mt * w));
         gemm.f64(a_dec.data() + mt0 * K, b_dec, prod, mt, w, K, w);

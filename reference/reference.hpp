@@ -27,6 +27,11 @@ struct ReferenceOptions {
   std::string isa;
 };
 
+// ReferenceResult's q of a row without any nonzero element: its terms are all zero.
+constexpr int32_t kZeroRowQ = 1 << 20;
+// The block exponent of a block without terms; twice it still fits a uint8_t sum.
+constexpr int kZeroBlockQ = 127;
+
 struct ReferenceResult {
   Shape shape;
   // Exact A*B1^T, A*B2^T (alpha NOT applied), (L, M, N). (Only a value needing more than 53
@@ -34,6 +39,17 @@ struct ReferenceResult {
   std::vector<double> g, u;
   std::vector<uint16_t> c;           // fp16 bits, (L, M, N)
   std::vector<double> g_abs, u_abs;  // upper bounds of sum |terms| per element; empty unless requested
+  // With abs_sums (empty otherwise): per row of A, (L, M), and of B1 and B2, (L, N), the smallest
+  // number of trailing zero bits q of a nonzero I = (2*e2m1) * (512*e4m3) in the row's non-NaN
+  // blocks (kZeroRowQ when there is none). Every term of G[l, m, n] is an integer multiple of
+  // 2^(q_a[l, m] + q_b1[l, n] - 20), every term of U of 2^(q_a[l, m] + q_b2[l, n] - 20): with the
+  // abs sums this certifies where fp32 accumulation is exact (harness/check/compare.hpp, Certificate).
+  std::vector<int32_t> q_a, q_b1, q_b2;
+  // The same per block of 16: (L, M, K/16) for A, (L, N, K/16) for B1 and B2 (kZeroBlockQ for a
+  // block without a nonzero element or with a NaN scale). Every term of block b of G[l, m, n] is a
+  // multiple of 2^(qb_a[l, m, b] + qb_b1[l, n, b] - 20): the minimum over b is a finer quantum for
+  // the element than the rows' q when the rows' smallest exponents lie in different blocks.
+  std::vector<uint8_t> qb_a, qb_b1, qb_b2;
   // How the G and U elements were certified (reference.cpp): elements the row-norm bound could
   // not certify, settled by the |A| |B|^T GEMM (tier 2) or recomputed in integers (tier 3).
   int64_t certified_by_abs_gemm = 0;

@@ -117,7 +117,9 @@ std::string input_set_label(int set, int runs) {
 
 size_t CaseInfo::bytes() const {
   return sizeof(double) * (ref.g.size() + ref.u.size() + ref.g_abs.size() + ref.u_abs.size()) +
-         sizeof(uint16_t) * ref.c.size();
+         sizeof(uint16_t) * ref.c.size() +
+         sizeof(int32_t) * (ref.q_a.size() + ref.q_b1.size() + ref.q_b2.size()) +
+         ref.qb_a.size() + ref.qb_b1.size() + ref.qb_b2.size();
 }
 
 std::shared_ptr<const CaseInfo> CaseInfo::light() const {

@@ -85,6 +85,22 @@ void write_comparison_text(std::ostream& os, const Comparison& c, const std::str
     os << in << "  unexplained " << where(e) << " call " << e.call << ": got " << value16(e.got) << ", exact "
        << fmt("%.6g", e.exact) << ", error " << fmt("%.4g", e.err) << " > " << fmt("%.4g", e.bound)
        << " (half an fp16 ulp + lambda*tau + epilogue)\n";
+  os << in << "certificate: " << (c.cert_pass() ? "pass" : "FAIL") << ", " << c.cert_violations << " of "
+     << c.certified << " elements with G and U exact in fp32 beyond the epilogue's allowance, margin "
+     << stat_margin_text(c.cert_margin) << "\n";
+  if (!c.cert_pass()) os << in << "  " << c.cert_message() << "\n";
+  for (const auto& e : c.cert_at)
+    os << in << "  not exact " << where(e) << " call " << e.call << ": got " << value16(e.got) << ", exact "
+       << fmt("%.6g", e.exact) << ", error " << fmt("%.4g", e.err) << " > " << fmt("%.4g", e.bound)
+       << " (half an fp16 ulp + the fp32 epilogue's roundings)\n";
+  os << in << "mean-square gate: " << (c.ms_pass() ? "pass" : "FAIL") << ", mean z^2 " << fmt("%.3g", c.ms_mean)
+     << " over " << c.ms_elements << " accumulation-dominated elements (limit " << stat_margin_text(c.ms_limit)
+     << "), margin " << stat_margin_text(c.ms_margin) << "\n";
+  if (!c.ms_pass()) os << in << "  " << c.ms_message() << "\n";
+  os << in << "rounding direction: " << (c.dir_pass() ? "pass" : "FAIL") << ", " << c.dir_toward << " of "
+     << c.dir_elements << " elements that round away from zero rounded toward it (limit " << c.dir_limit
+     << "), margin " << stat_margin_text(c.dir_margin) << "\n";
+  if (!c.dir_pass()) os << in << "  " << c.dir_message() << "\n";
   os << in << "attribution: " << c.attribution_detail << "\n";
   os << in << "GPU MODE check (|x-ref| <= 1e-3 + 1e-3*|ref|): " << (c.gpumode_pass() ? "pass" : "FAIL")
      << " (" << c.gpumode_mismatch << " mismatches)\n";
@@ -139,6 +155,29 @@ void write_comparison_json(JsonWriter& j, const Comparison& c) {
   j.key("unexplained_at").begin_array();
   for (const auto& e : c.unexplained_at) element(e);
   j.end_array();
+  j.end_object();
+  j.key("certificate").begin_object();
+  j.key("pass").value(c.cert_pass()).key("elements").value(c.certified);
+  j.key("violations").value(c.cert_violations).key("one_ulp").value(c.cert_one_ulp);
+  j.key("margin").value(c.cert_margin);  // null: every certified element rounds correctly
+  j.key("message").value(c.cert_message());
+  j.key("violations_at").begin_array();
+  for (const auto& e : c.cert_at) element(e);
+  j.end_array();
+  j.end_object();
+  j.key("mean_square").begin_object();
+  j.key("pass").value(c.ms_pass()).key("elements").value(c.ms_elements);
+  j.key("mean").value(c.ms_mean).key("limit").value(c.ms_limit);  // limit null: no elements
+  j.key("margin").value(c.ms_margin);  // null: no element beyond one correct rounding
+  j.key("false_alarm").value(Statistic::kFalseAlarm);
+  j.key("message").value(c.ms_message());
+  j.end_object();
+  j.key("direction").begin_object();
+  j.key("pass").value(c.dir_pass()).key("elements").value(c.dir_elements);
+  j.key("toward_zero").value(c.dir_toward).key("expected_max").value(c.dir_expected);
+  j.key("limit").value(c.dir_limit);
+  j.key("margin").value(c.dir_margin);  // null: none rounded toward zero
+  j.key("message").value(c.dir_message());
   j.end_object();
   j.key("gpumode_check").begin_object();
   j.key("pass").value(c.gpumode_pass()).key("mismatches").value(c.gpumode_mismatch);

@@ -1,16 +1,12 @@
 // compare.cpp — the derived tolerance and the per-trial metrics (see compare.hpp for the formulas).
 #include "compare.hpp"
 
-#include <system_error>
-#include <thread>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 #include "formats.hpp"
 #include "silu.hpp"
@@ -136,8 +132,107 @@ Statistic::Scale Statistic::scale(const Tolerance& t, double g, double u, double
 
 std::string Comparison::criterion() const {
   if (!bound_pass()) return "bound";
+  if (!cert_pass()) return "certificate";
   if (!stat_pass()) return "statistic";
+  if (!ms_pass()) return "mean_square";
+  if (!dir_pass()) return "direction";
   return "";
+}
+
+int64_t Direction::limit(double mu) {
+  // log of the Chernoff bound e^-mu (e mu / t)^t, decreasing in t for t > mu.
+  const double log_alpha = std::log(Statistic::kFalseAlarm);
+  auto log_bound = [&](double t) { return mu <= 0 ? -INFINITY : -mu + t * (1 + std::log(mu / t)); };
+  int64_t t = std::max<int64_t>(1, int64_t(std::floor(mu)) + 1);
+  if (log_bound(double(t)) <= log_alpha) return t - 1;
+  int64_t hi = t;
+  while (log_bound(double(hi)) > log_alpha) hi *= 2;
+  while (hi - t > 1) {  // log_bound(t) > log_alpha >= log_bound(hi)
+    const int64_t mid = t + (hi - t) / 2;
+    (log_bound(double(mid)) > log_alpha ? t : hi) = mid;
+  }
+  return hi - 1;  // P(T >= hi) <= alpha: T <= hi - 1 passes
+}
+
+double MeanSquare::limit(int64_t n) {
+  if (n <= 0) return std::numeric_limits<double>::infinity();
+  // f(t) = t - 1 - ln t increases from 0 on t >= 1; bisect f(t) = 2 ln(1/alpha) / n.
+  const double target = 2.0 * std::log(1.0 / Statistic::kFalseAlarm) / double(n);
+  auto f = [](double t) { return t - 1 - std::log(t); };
+  double lo = 1, hi = 2;
+  while (f(hi) < target) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (f(mid) < target ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+bool Certificate::exact_in_fp32(double s_abs, double exact, int64_t q) {
+  if (!(s_abs >= 0) || !std::isfinite(exact)) return false;  // NaN: a NaN scale
+  if (s_abs == 0) return true;                               // every term is zero
+  // A partial sum adds a subset of the terms: at most P (the positive ones) or N (the negative
+  // ones) in magnitude, and max(P, N) = (S + |G|) / 2.
+  const double reach = (s_abs + std::fabs(exact)) / 2;
+  return reach <= std::ldexp(1.0, int(std::min<int64_t>(q - 20 + 24, 4000)));
+}
+
+double Certificate::epilogue_allowance(const Tolerance& t, double g, double u) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double x = t.alpha1 * g, y = t.alpha2 * u;  // exact: 24 by at most 24 significant bits
+  auto in_range = [](double v) {
+    v = std::fabs(v);
+    return v == 0 || (v >= 0x1p-100 && v <= 0x1p100);
+  };
+  if (!(x >= -64) || !in_range(x) || !in_range(y)) return kInf;  // NaN fails the first test
+  const double s = 1.0 / (1.0 + std::exp(-x));
+  const double rel = 0x1p-24 * (std::fabs(1 + x * (1 - s)) + (1 - s) * (8 + 3 * std::fabs(x)) + 12);
+  const double c = std::fabs(t.exact_output(g, u));
+  const double e = 2 * rel * c;
+  return c + e < 65504.0 ? e : kInf;
+}
+
+std::string Comparison::cert_message() const {
+  if (cert_pass()) return "";
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf,
+                        "%lld of %lld elements whose G and U fp32 accumulation computes exactly (every "
+                        "term a multiple of one power of two, the sum of |terms| below 2^24 of it) are "
+                        "further from the exact value than the fp32 epilogue and one correct rounding allow",
+                        (long long)cert_violations, (long long)certified);
+  std::string s(buf, size_t(std::max(0, n)));
+  if (2 * cert_one_ulp >= cert_violations)
+    s += "; most are one fp16 ulp off: a final fp16 conversion that truncates (or rounds other than "
+         "to nearest even)?";
+  else
+    s += "; G or U was not kept exact: an intermediate held in bf16 or fp16, lost or repeated terms, "
+         "or an approximate epilogue?";
+  return s;
+}
+
+std::string Comparison::dir_message() const {
+  if (dir_pass()) return "";
+  char buf[512];
+  const int n = std::snprintf(
+      buf, sizeof buf,
+      "%lld of %lld elements whose exact value rounds away from zero are rounded toward zero (a correct "
+      "path, whose fp32 error is at most fp32 accumulation noise plus the epilogue's roundings: at most "
+      "%lld): a final fp16 conversion that truncates (rounds toward zero)?",
+      (long long)dir_toward, (long long)dir_elements, (long long)dir_limit);
+  return std::string(buf, size_t(std::max(0, n)));
+}
+
+std::string Comparison::ms_message() const {
+  if (ms_pass()) return "";
+  char buf[640];
+  const int n = std::snprintf(
+      buf, sizeof buf,
+      "the mean square of the errors beyond one correct rounding, in units of the fp32 accumulation "
+      "scale tau, is %.3g over %lld elements where fp32 accumulation dominates the allowance (a correct "
+      "path: at most %.3g); the errors are systematically about %.2gx the fp32 accumulation scale: an "
+      "intermediate held in bf16 or tf32, a reduced-precision accumulator, or dropped terms?",
+      ms_mean, (long long)ms_elements, ms_limit, std::sqrt(ms_mean));
+  return std::string(buf, size_t(std::max(0, n)));
 }
 
 std::string Comparison::stat_message() const {
@@ -179,251 +274,6 @@ std::string ulp_bucket_label(int b) {
   if (b <= 2) return std::to_string(b);
   const uint32_t hi = uint32_t(1) << (b - 1), lo = hi / 2 + 1;
   return std::to_string(lo) + "-" + std::to_string(hi);
-}
-
-namespace {
-
-// Keeps the `cap` elements with the largest err/bound (NaN/inf errors first).
-void keep_worst(std::vector<ElementReport>& v, const ElementReport& r, size_t cap) {
-  auto score = [](const ElementReport& x) {
-    return x.bound > 0 ? x.err / x.bound : std::numeric_limits<double>::infinity();
-  };
-  if (v.size() == cap && !(score(r) > score(v.back()))) return;
-  auto it = std::upper_bound(v.begin(), v.end(), r, [&](const ElementReport& a, const ElementReport& b) {
-    return score(a) > score(b);
-  });
-  v.insert(it, r);
-  if (v.size() > cap) v.pop_back();
-}
-
-bool gpumode_mismatch(uint16_t got, uint16_t ref) {
-  const double x = fp16_to_double(got), r = fp16_to_double(ref);
-  if (std::isnan(x) != std::isnan(r)) return true;
-  if ((x == INFINITY) != (r == INFINITY)) return true;
-  if ((x == -INFINITY) != (r == -INFINITY)) return true;
-  const double diff = std::fabs(x - r);
-  return diff > 1e-3 + 1e-3 * std::fabs(r);  // NaN diff (inf - inf, NaN - NaN) is not "greater"
-}
-
-}  // namespace
-
-Comparison compare_output(const ReferenceResult& ref, float alpha1, float alpha2,
-                          const uint16_t* got, const std::vector<float>* g_hat,
-                          const std::vector<float>* u_hat, int call, int threads) {
-  const Shape& s = ref.shape;
-  const int64_t total = s.c_elems();
-  if (int64_t(ref.c.size()) != total || int64_t(ref.g.size()) != total ||
-      int64_t(ref.u.size()) != total || int64_t(ref.g_abs.size()) != total ||
-      int64_t(ref.u_abs.size()) != total)
-    throw std::logic_error("compare_output: the reference must carry C, G, U and abs sums");
-  const Tolerance tol(s.K, alpha1, alpha2);
-
-  Comparison out;
-  out.elements = total;
-  const bool have_mid = g_hat && u_hat;
-  const bool mid_sized = have_mid && int64_t(g_hat->size()) == total && int64_t(u_hat->size()) == total;
-
-  // One pass over a range of elements. Large outputs are split into ranges scanned on several
-  // threads and merged in index order, which gives exactly the serial result (counts add, maxima
-  // keep the first index on ties, the worst-element lists merge in order).
-  struct Part {
-    Comparison out;
-    std::vector<double> excess;  // z of every element not correctly rounded beyond e_ep
-    std::vector<ElementReport> unexplained_at;
-    int64_t rejected_real = 0, rejected_with_gemm_error = 0;
-  };
-  auto scan = [&](int64_t lo, int64_t hi, Part& p) {
-    if (mid_sized) p.out.g_out_of_bound = p.out.u_out_of_bound = 0;
-    for (int64_t i = lo; i < hi; ++i) {
-      const uint16_t c = got[i];
-      ElementReport er;
-      er.l = i / (s.M * s.N);
-      er.m = (i / s.N) % s.M;
-      er.n = i % s.N;
-      er.got = c;
-      er.ref = ref.c[i];
-      er.call = call;
-
-      if (gpumode_mismatch(c, ref.c[i])) ++p.out.gpumode_mismatch;
-
-      // Whether the GEMMs were already wrong here (only with intermediates).
-      bool gemm_error = false;
-      if (mid_sized) {
-        auto off = [&](double exact, float hat, double s_abs) {
-          if (std::isnan(exact)) return !std::isnan(hat);
-          return !(std::fabs(double(hat) - exact) <= tol.gemm_bound(s_abs));
-        };
-        const bool g_off = off(ref.g[i], (*g_hat)[i], ref.g_abs[i]);
-        const bool u_off = off(ref.u[i], (*u_hat)[i], ref.u_abs[i]);
-        p.out.g_out_of_bound += g_off;
-        p.out.u_out_of_bound += u_off;
-        gemm_error = g_off || u_off;
-      }
-
-      if (c == kPoisonBits) {
-        ++p.out.poisoned;
-        ++p.out.over_tolerance;
-        er.exact = tol.exact_output(ref.g[i], ref.u[i]);
-        er.err = std::numeric_limits<double>::infinity();
-        if (p.out.first_poisoned.size() < 5) p.out.first_poisoned.push_back(er);
-        continue;
-      }
-      const bool got_nan = fp16_is_nan(c), ref_nan = fp16_is_nan(ref.c[i]);
-      if (!got_nan && !ref_nan) {
-        const uint32_t d = fp16_ulp_distance(c, ref.c[i]);
-        ++p.out.ulp_hist[ulp_bucket(d)];
-        p.out.max_ulp = std::max(p.out.max_ulp, d);
-      }
-
-      const Tolerance::Verdict v = tol.judge(c, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
-      er.exact = v.exact;
-      er.err = v.err;
-      er.bound = v.bound;
-      const double x = fp16_to_double(c);
-      if (std::isfinite(x) && std::isfinite(v.exact)) {
-        const double abs_err = std::fabs(x - v.exact);
-        if (abs_err > p.out.max_abs) {
-          p.out.max_abs = abs_err;
-          p.out.max_abs_at = er;
-        }
-        if (std::fabs(v.exact) >= 0x1p-14) {  // below fp16's normal range relative error means little
-          const double rel = abs_err / std::fabs(v.exact);
-          if (rel > p.out.max_rel) {
-            p.out.max_rel = rel;
-            p.out.max_rel_at = er;
-          }
-        }
-      }
-      if (std::isfinite(x) && std::isfinite(v.exact) && !fp16_is_inf(ref.c[i]) && !fp16_is_nan(ref.c[i])) {
-        ++p.out.stat_elements;
-        const Statistic::Scale sc = Statistic::scale(tol, ref.g[i], ref.u[i], ref.g_abs[i], ref.u_abs[i]);
-        const double beyond = std::fabs(x - v.exact) - sc.half_ulp - sc.e_ep;
-        if (beyond > 0) {
-          const double z = sc.tau > 0 ? beyond / sc.tau : std::numeric_limits<double>::infinity();
-          p.excess.push_back(z);
-          if (z > Statistic::kLambda) {
-            ++p.out.unexplained;
-            if (std::fabs(x - v.exact) <= fp16_ulp_at(v.exact)) ++p.out.unexplained_one_ulp;
-            ElementReport ue = er;
-            ue.bound = sc.half_ulp + Statistic::kLambda * sc.tau + sc.e_ep;
-            keep_worst(p.unexplained_at, ue, 5);
-          }
-        }
-      }
-      if (v.ok) continue;
-      ++p.out.over_tolerance;
-      ++p.rejected_real;
-      p.rejected_with_gemm_error += gemm_error;
-      if (got_nan != ref_nan) ++p.out.nan_mismatch;
-      if (fp16_is_inf(c) || fp16_is_inf(ref.c[i]) || std::isinf(v.exact)) ++p.out.inf_mismatch;
-      keep_worst(p.out.worst, er, 5);
-    }
-  };
-  const int64_t min_part = int64_t(1) << 16;
-  const int64_t cores = threads > 0 ? threads : int64_t(std::max(1u, std::thread::hardware_concurrency()));
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(cores, total / min_part));
-  std::vector<Part> part(static_cast<size_t>(parts));
-  {
-    // A range whose thread cannot be started (the process's thread limit) is scanned here.
-    std::vector<std::thread> threads;
-    std::vector<int64_t> here;
-    for (int64_t t = 0; t < parts; ++t) {
-      const int64_t lo = total * t / parts, hi = total * (t + 1) / parts;
-      if (t + 1 == parts) {
-        here.push_back(t);
-        continue;
-      }
-      try {
-        threads.emplace_back(scan, lo, hi, std::ref(part[size_t(t)]));
-      } catch (const std::system_error&) {
-        here.push_back(t);
-      }
-    }
-    for (int64_t t : here) scan(total * t / parts, total * (t + 1) / parts, part[size_t(t)]);
-    for (auto& th : threads) th.join();
-  }
-  std::vector<double> excess;
-  std::vector<ElementReport> unexplained_at;
-  int64_t rejected_real = 0, rejected_with_gemm_error = 0;
-  if (mid_sized) out.g_out_of_bound = out.u_out_of_bound = 0;
-  for (Part& p : part) {
-    const Comparison& c = p.out;
-    out.over_tolerance += c.over_tolerance;
-    out.nan_mismatch += c.nan_mismatch;
-    out.inf_mismatch += c.inf_mismatch;
-    out.poisoned += c.poisoned;
-    out.gpumode_mismatch += c.gpumode_mismatch;
-    if (c.max_abs > out.max_abs) out.max_abs = c.max_abs, out.max_abs_at = c.max_abs_at;
-    if (c.max_rel > out.max_rel) out.max_rel = c.max_rel, out.max_rel_at = c.max_rel_at;
-    out.max_ulp = std::max(out.max_ulp, c.max_ulp);
-    for (size_t b = 0; b < out.ulp_hist.size(); ++b) out.ulp_hist[b] += c.ulp_hist[b];
-    for (const auto& e : c.worst) keep_worst(out.worst, e, 5);
-    for (const auto& e : c.first_poisoned)
-      if (out.first_poisoned.size() < 5) out.first_poisoned.push_back(e);
-    if (mid_sized) {
-      out.g_out_of_bound += c.g_out_of_bound;
-      out.u_out_of_bound += c.u_out_of_bound;
-    }
-    out.stat_elements += c.stat_elements;
-    out.unexplained += c.unexplained;
-    out.unexplained_one_ulp += c.unexplained_one_ulp;
-    for (const auto& e : p.unexplained_at) keep_worst(unexplained_at, e, 5);
-    excess.insert(excess.end(), p.excess.begin(), p.excess.end());
-    rejected_real += p.rejected_real;
-    rejected_with_gemm_error += p.rejected_with_gemm_error;
-  }
-
-  out.unexplained_limit = Statistic::limit(out.stat_elements, Statistic::element_probability(s.K));
-  out.unexplained_at = std::move(unexplained_at);
-  if (!excess.empty())
-    out.element_margin = Statistic::kLambda / *std::max_element(excess.begin(), excess.end());
-  if (int64_t(excess.size()) > out.unexplained_limit) {
-    // z*: the (n_crit+1)-th largest excess; the criterion fails exactly when z* > lambda.
-    auto nth = excess.begin() + out.unexplained_limit;
-    std::nth_element(excess.begin(), nth, excess.end(), std::greater<double>());
-    out.stat_margin = Statistic::kLambda / *nth;
-  }
-  if (out.unexplained > 0) {
-    std::vector<double> over;
-    for (double z : excess)
-      if (z > Statistic::kLambda) over.push_back(z);
-    auto mid = over.begin() + over.size() / 2;
-    std::nth_element(over.begin(), mid, over.end());
-    out.excess_factor = *mid / Statistic::kLambda;
-  }
-
-  // Attribution: where the rejected (written) elements went wrong.
-  if (!have_mid) {
-    out.attribution = out.over_tolerance ? "unknown" : "none";
-    out.attribution_detail = out.over_tolerance ? "unknown (path exposes no intermediates)"
-                                                : "within tolerance (path exposes no intermediates)";
-  } else if (!mid_sized) {
-    out.attribution = "unknown";
-    out.attribution_detail = "unknown (intermediates have " + std::to_string(g_hat->size()) + " and " +
-                             std::to_string(u_hat->size()) + " elements, expected " +
-                             std::to_string(total) + ")";
-  } else if (rejected_real == 0 && out.poisoned > 0) {
-    out.attribution = "unwritten";
-    out.attribution_detail = "only unwritten elements: the output store skipped them";
-  } else if (rejected_real == 0) {
-    out.attribution = "none";
-    out.attribution_detail = "within tolerance; G/U out of the fp32 accumulation bound at " +
-                             std::to_string(out.g_out_of_bound) + "/" +
-                             std::to_string(out.u_out_of_bound) + " elements";
-  } else if (rejected_with_gemm_error > 0) {
-    out.attribution = "gemm";
-    out.attribution_detail = "error already in G/U: " + std::to_string(rejected_with_gemm_error) +
-                             " of " + std::to_string(rejected_real) +
-                             " failing elements have G or U outside the fp32 accumulation bound (G at " +
-                             std::to_string(out.g_out_of_bound) + ", U at " +
-                             std::to_string(out.u_out_of_bound) + " elements overall)";
-  } else {
-    out.attribution = "epilogue";
-    out.attribution_detail = "G and U are within the fp32 accumulation bound at all " +
-                             std::to_string(rejected_real) +
-                             " failing elements: the error arises in the epilogue";
-  }
-  return out;
 }
 
 std::string Degeneracy::describe() const {

@@ -53,6 +53,51 @@
 //   correct rounding), the criterion fails exactly when the (n_crit+1)-th largest z exceeds
 //   lambda; margin = lambda / that z (> 1 passes; +inf when at most n_crit elements are off at all).
 //   Poisoned, NaN and infinite elements (either side) are left to the bound.
+//
+// The third criterion, the exactness certificate (docs/design.md §4.11). Every term of G is an
+// integer multiple of 2^(q_a + q_b - 20) (ReferenceResult::q_a, q_b1, q_b2). A partial sum, in
+// any order, adds a subset of the terms, so its magnitude is at most max(P, N) = (S_G + |G|)/2
+// (P, N: the sums of the positive and of the negative terms). Where (S_G + |G|)/2 <=
+// 2^(24 + q_a + q_b - 20), every partial sum is such a multiple of magnitude at most 2^24 units:
+// exact in fp32, so a correct fp32 path holds G exactly (and U likewise). For
+// an element with both certified, only the epilogue's own fp32 roundings remain:
+//   rel  = 2^-24 * (|1 + x(1 - s(x))| + (1 - s(x))*(8 + 3|x|) + 12),  s = the logistic function
+//   e_c  = 2 * rel * |c|                      (the factor 2: second-order terms and reorderings)
+// (the alpha1 rounding amplified by silu's log-derivative 1 + x(1 - s); exp off by up to
+// 4 + 1.5|x| fp32 ulps, an __expf-style exp included; 1 + e, an approximate division of up to
+// 2 ulps, the alpha2 rounding, the product, and room for a reordered epilogue). The output must
+// satisfy |c^ - c| <= e_c + ulp16(|c| + e_c)/2: the correct rounding of some value within e_c of c.
+// ANY certified element beyond it fails ("certificate"): a conversion that truncates, an
+// intermediate held in bf16 or fp16, a lost term. The certificate applies only when alpha1 and
+// alpha2 are powers of two (1 included), so that a path may apply them anywhere (to the scales,
+// to each term, to the sums) without a rounding. Certified are elements with finite G and U,
+// x = alpha1*G in [-64, 2^100], |x|, |alpha2*U| in {0} u [2^-100, 2^100] and |c| + e_c < 65504;
+// the others are left to the first two criteria. Margin: e_c / (|c^ - c| - ulp16/2), the
+// smallest over certified elements (+inf when every one is correctly rounded).
+//
+// The fourth criterion, mean square (docs/design.md §4.12). The outlier count above sees errors
+// beyond lambda*tau only; errors systematically a few tau large hide below it. Over the n
+// elements that are not certified and where tau >= h (the accumulation noise is at least half an
+// fp16 spacing), with z_i as in the statistic (0 when within one correct rounding):
+//   - in the model of step 1 (independent mean-zero roundings bounded by u), the normalized error
+//     X = (G^ - G)/(sqrt(K)*u*S_G) is sub-Gaussian with variance proxy <= 1, so E exp(t X^2) <=
+//     (1 - 2t)^-1/2; z_i <= a|X_G| + b|X_U| with a + b = 1 (step 2), hence z_i^2 has the same
+//     bound on its moment generating function (convexity and Hoelder);
+//   - Chernoff over n independent elements: P(sum z_i^2 >= n*t) <= exp(-n*(t - 1 - ln t)/2);
+//     the limit t* solves n*(t - 1 - ln t)/2 = ln(1/kFalseAlarm).
+// mean(z^2) > t* FAILS ("mean_square"); margin t* / mean(z^2).
+//
+// The fifth criterion, rounding direction (docs/design.md §4.13). A conversion that truncates
+// moves every element whose exact value rounds away from zero one fp16 step toward zero; where
+// the accumulation noise tau is comparable to half an fp16 spacing the criteria above cannot see
+// it. Over the elements whose correct rounding is away from zero (|ref| > |c|), at distance d
+// beyond the rounding midpoint: a correct path rounds toward zero only if its fp32 value moved by
+// more than d - e_c toward zero (e_c: the epilogue's allowance above, computed for these inputs),
+// which under the model of step 1 has probability at most p_i = exp(-(d - e_c)^2 / (2 tau^2))
+// (one-sided Hoeffding: the error is a mean-zero sub-Gaussian of proxy tau). The count T of
+// elements rounded toward zero is then below a sum of independent Bernoullis of mean mu = sum p_i,
+// and P(T >= t) <= e^-mu (e mu / t)^t (Chernoff) for t > mu; the limit is the smallest t with that
+// bound <= kFalseAlarm. T above it FAILS ("direction"); margin = limit / T.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -124,6 +169,29 @@ struct Statistic {
   static Scale scale(const Tolerance& t, double g, double u, double s_g, double s_u);
 };
 
+// The mean-square criterion's limit (header, fourth criterion).
+struct MeanSquare {
+  // t*(n): the mean of z^2 over n elements that a correct path exceeds with probability at most
+  // Statistic::kFalseAlarm; +inf for n = 0.
+  static double limit(int64_t n);
+};
+
+// The rounding-direction criterion's limit (header, fifth criterion).
+struct Direction {
+  // The smallest count t with e^-mu (e mu / t)^t <= Statistic::kFalseAlarm (and t > mu).
+  static int64_t limit(double mu);
+};
+
+// The exactness certificate (header, third criterion).
+struct Certificate {
+  // Whether every partial sum, in any order, of a dot product whose terms are integer multiples
+  // of 2^(q - 20) (q = q_a + q_b of ReferenceResult), with exact value `exact` and sum of |terms|
+  // at most s_abs, is exact in fp32.
+  static bool exact_in_fp32(double s_abs, double exact, int64_t q);
+  // e_c for exact G, U (+inf where the certificate does not apply: see the header).
+  static double epilogue_allowance(const Tolerance& t, double g, double u);
+};
+
 // One element named by its indices.
 struct ElementReport {
   int64_t l = 0, m = 0, n = 0;
@@ -172,14 +240,41 @@ struct Comparison {
   double excess_factor = 0;       // median z of the unexplained elements over lambda
   std::vector<ElementReport> unexplained_at;  // up to 5, largest z first (bound = threshold)
 
+  // The exactness certificate (header, third criterion).
+  int64_t certified = 0;          // elements whose G and U are certified exact in fp32
+  int64_t cert_violations = 0;    // of them, outputs beyond one correct rounding + e_c
+  int64_t cert_one_ulp = 0;       // of the violations, those within one fp16 ulp of c
+  double cert_margin = INFINITY;  // e_c / (|c^ - c| - ulp16/2), smallest; < 1 fails
+  std::vector<ElementReport> cert_at;  // up to 5 violations, worst first (bound = the allowance)
+
+  // The mean-square criterion (header, fourth criterion).
+  int64_t ms_elements = 0;        // n: not certified, tau >= half an fp16 spacing
+  double ms_mean = 0;             // mean of z^2 over them
+  double ms_limit = INFINITY;     // t*(n)
+  double ms_margin = INFINITY;    // t* / mean; < 1 fails
+
+  // The rounding-direction criterion (header, fifth criterion).
+  int64_t dir_elements = 0;       // elements whose correct rounding is away from zero
+  int64_t dir_toward = 0;         // T: of them, rounded toward zero instead
+  double dir_expected = 0;        // mu: the most a correct path rounds toward zero on average
+  int64_t dir_limit = 0;          // the largest T a correct path reaches (false alarm kFalseAlarm)
+  double dir_margin = INFINITY;   // limit / T; < 1 fails
+
   bool bound_pass() const { return over_tolerance == 0; }
   bool stat_pass() const { return unexplained <= unexplained_limit; }
-  bool pass() const { return bound_pass() && stat_pass(); }
-  // "bound" (the worst-case bound rejects elements), "statistic" (only the statistical criterion
-  // fails) or "" (passes).
+  bool cert_pass() const { return cert_violations == 0; }
+  bool ms_pass() const { return !(ms_mean > ms_limit); }
+  bool dir_pass() const { return dir_toward <= dir_limit; }
+  bool pass() const { return bound_pass() && cert_pass() && stat_pass() && ms_pass() && dir_pass(); }
+  // The first failing criterion in the order "bound" (the worst-case bound rejects elements),
+  // "certificate", "statistic", "mean_square", "direction"; "" when all pass.
   std::string criterion() const;
   // One sentence on a statistical failure, saying what it means; "" when the criterion passes.
   std::string stat_message() const;
+  // Likewise for the certificate and the mean-square criterion.
+  std::string cert_message() const;
+  std::string ms_message() const;
+  std::string dir_message() const;
   bool gpumode_pass() const { return gpumode_mismatch == 0; }
 };
 

@@ -337,7 +337,10 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     if (!submission) m << ": stale inputs or a cached result?";
   }
   for (size_t i = 0; i < hints.size(); ++i) m << (i || stale.empty() ? "; " : ": ") << hints[i];
+  if (!r.cmp.cert_pass()) m << "; exactness certificate: " << r.cmp.cert_message();
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
+  if (!r.cmp.ms_pass()) m << "; mean-square gate: " << r.cmp.ms_message();
+  if (!r.cmp.dir_pass()) m << "; rounding direction: " << r.cmp.dir_message();
   r.message = m.str();
   return r;
 }

@@ -527,10 +527,10 @@ TEST_CASE("compare_output: a large output scanned on several threads gives exact
   for (size_t i = 29; i < out.size(); i += 4099) out[i] = 0x7E00;
   for (size_t i = 7; i < out.size(); i += 311) out[i] = uint16_t(out[i] + 1);  // one ulp, many of them
   for (size_t i = 101; i < gh.size(); i += 2711) gh[i] += 1.0f;
-  const Comparison one = compare_output(d.ref, 1.5f, -0.75f, out.data(), &gh, &uh, 2, 1);
+  const Comparison one = compare_output(d.ref, 2.0f, -0.5f, out.data(), &gh, &uh, 2, 1);
   for (int threads : {2, 3, 8}) {
     CAPTURE(threads);
-    const Comparison many = compare_output(d.ref, 1.5f, -0.75f, out.data(), &gh, &uh, 2, threads);
+    const Comparison many = compare_output(d.ref, 2.0f, -0.5f, out.data(), &gh, &uh, 2, threads);
     auto same_report = [](const ElementReport& x, const ElementReport& y) {
       return x.l == y.l && x.m == y.m && x.n == y.n && x.got == y.got && x.call == y.call &&
              (x.err == y.err || (std::isnan(x.err) && std::isnan(y.err)));
@@ -565,7 +565,20 @@ TEST_CASE("compare_output: a large output scanned on several threads gives exact
     CHECK(many.element_margin == one.element_margin);
     CHECK(many.excess_factor == one.excess_factor);
     CHECK(same_list(many.unexplained_at, one.unexplained_at));
+    CHECK(many.certified == one.certified);
+    CHECK(many.cert_violations == one.cert_violations);
+    CHECK(many.cert_one_ulp == one.cert_one_ulp);
+    CHECK(many.cert_margin == one.cert_margin);
+    CHECK(same_list(many.cert_at, one.cert_at));
+    CHECK(many.ms_elements == one.ms_elements);
+    CHECK(many.ms_mean == one.ms_mean);
+    CHECK(many.ms_limit == one.ms_limit);
+    CHECK(many.dir_elements == one.dir_elements);
+    CHECK(many.dir_toward == one.dir_toward);
+    CHECK(many.dir_expected == one.dir_expected);
+    CHECK(many.dir_limit == one.dir_limit);
   }
   CHECK(one.poisoned > 5);     // the lists were cut: their merge order matters
   CHECK(one.over_tolerance > 5);
+  CHECK(one.cert_violations > 5);  // (power-of-two alphas: the certificate applies)
 }

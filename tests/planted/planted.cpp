@@ -42,6 +42,8 @@ enum class Bug {
   CachedResult,        // returns its first result again on later calls
   IgnoresInputs,       // set_inputs() keeps the old inputs
   SplitKConfig,        // correct as chosen; its second configuration (split K) skips the middle block
+  TruncatingTail,      // the last element of each batch (a scalar tail store) converted toward zero
+  Acc13Bits,           // the accumulator keeps 13 significant bits between blocks of 16 products
 };
 
 struct BugInfo {
@@ -71,6 +73,8 @@ const BugInfo kBugs[] = {
     {Bug::PoisonOnly, "poison-only", "planted: computes only when the output holds the poison pattern"},
     {Bug::CachedResult, "cached-result", "planted: returns its first result on every later call"},
     {Bug::IgnoresInputs, "ignores-inputs", "planted: set_inputs keeps the old inputs"},
+    {Bug::TruncatingTail, "truncating-tail", "planted: the last element of each batch converted toward zero"},
+    {Bug::Acc13Bits, "acc-13-bits", "planted: an accumulator of 13 significant bits (no promotion to fp32)"},
 };
 
 float round_bf16(float x) {
@@ -84,6 +88,15 @@ float round_bf16(float x) {
 }
 
 float round_fp16(float x) { return fp16_to_float(fp16_from_float(x)); }
+
+// x rounded to nearest (ties to even) with `bits` significant bits (fp32 range).
+float round_bits(float x, int bits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  int e;
+  std::frexp(x, &e);
+  const float q = std::ldexp(1.0f, e - bits);
+  return std::nearbyint(x / q) * q;
+}
 
 // fp16 conversion rounding toward zero: the nearest-even result, stepped back when it rounded up.
 uint16_t fp16_truncate(float v) {
@@ -171,8 +184,22 @@ class PlantedPlan : public cpu::HostPlan {
       }
   }
 
-  // out (M, N) = a (M, K) * b (N, K)^T in fp32, or with the fp16 accumulator of that bug.
+  // out (M, N) = a (M, K) * b (N, K)^T in fp32, or with the fp16 or 13-bit accumulator of those bugs.
   void gemm(const float* a, const float* b, float* out, int64_t M, int64_t N, int64_t K) const {
+    if (bug_ == Bug::Acc13Bits) {
+      cpu::parallel_for(M, cpu::hardware_threads(), [&](int64_t m) {
+        for (int64_t n = 0; n < N; ++n) {
+          float acc = 0;
+          for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+            float block = 0;
+            for (int64_t k = k0; k < k0 + kBlock; ++k) block += a[m * K + k] * b[n * K + k];
+            acc = round_bits(acc + block, 13);
+          }
+          out[m * N + n] = acc;
+        }
+      });
+      return;
+    }
     if (bug_ != Bug::Fp16Accumulation) {
       kernels_->f32(a, b, out, M, N, K, N);
       return;
@@ -210,19 +237,20 @@ class PlantedPlan : public cpu::HostPlan {
           float gv = g[size_t(m * N + n)], uv = u[size_t(m * N + n)];
           if (bug_ == Bug::Bf16Intermediates) gv = round_bf16(gv), uv = round_bf16(uv);
           if (bug_ == Bug::Fp16Intermediates) gv = round_fp16(gv), uv = round_fp16(uv);
-          c_[size_t((l * M + m) * N + n)] = epilogue(gv, uv, n);
+          const bool tail = bug_ == Bug::TruncatingTail && m == M - 1 && n == N - 1;
+          c_[size_t((l * M + m) * N + n)] = epilogue(gv, uv, n, tail);
         }
     }
   }
 
-  uint16_t epilogue(float g, float u, int64_t n) const {
+  uint16_t epilogue(float g, float u, int64_t n, bool truncate = false) const {
     const bool alpha = bug_ != Bug::AlphaIgnored;
     float x = alpha ? problem_.alpha1 * g : g;
     float y = alpha ? problem_.alpha2 * u : u;
     if (bug_ == Bug::SiluWrongGemm) std::swap(x, y);
     const float e = bug_ == Bug::SiluPolynomial ? exp_polynomial(-x) : std::exp(-x);
     const float v = x / (1.0f + e) * y;
-    if (bug_ == Bug::TruncatingLane && n % 4 == 3) return fp16_truncate(v);
+    if ((bug_ == Bug::TruncatingLane && n % 4 == 3) || truncate) return fp16_truncate(v);
     return fp16_from_float(v);
   }
 
