@@ -2,7 +2,8 @@
 # gpu_run.sh — THE script run on the GPU machine: GPU tests, compute-sanitizer, `harness --verify
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
-#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase bench benchbase
+#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifygpus bisect
+#                                   sanitizeharness submissions bench benchbase
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
 #                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
 #                                   baseline with its own paths/, the same way: verifybase then compares
@@ -116,6 +117,40 @@ for phase in "${phases[@]}"; do
           python3 tools/report_diff.py "$out/verify-base.json" "$out/verify.json"
       fi
       ;;
+    verifygpus)
+      # The same verify on 2 and on every GPU of the host (when it has several): time and the
+      # outcomes trial for trial against the one-GPU run.
+      n=$(nvidia-smi -L 2>/dev/null | wc -l)
+      for g in 2 "$n"; do
+        [ "$n" -ge "$g" ] && [ "$g" -gt 1 ] || continue
+        list=$(seq -s, 0 $((g - 1)))
+        j="${TMPDIR:-/tmp}/verify-${g}gpu.json"  # not under $OUT: at most 8 files come back
+        [ -f "$j" ] && continue
+        step "harness --verify all --gpus $list" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify-gpus.log" \
+          "$dist/harness" --backend gpu --verify all --gpus "$list" --json "$j"
+        step "report_diff 1 GPU -> $g GPUs" 60 "$out/verify-gpus.log" \
+          python3 tools/report_diff.py "$out/verify.json" "$j"
+      done
+      ;;
+    bisect)
+      # Bisect of a planted GPU bug (the test's planted-paths modules) on the default GPU suite.
+      if [ -d "$dist/planted-paths" ]; then
+        step "bisect autotune+bug-edge-tiles-unwritten+graph" 300 "$out/bisect.log" \
+          env NVFP4_PATHS_DIR="$here/$dist/planted-paths" "$dist/harness" --backend gpu \
+          bisect autotune+bug-edge-tiles-unwritten+graph
+      fi
+      ;;
+    sanitizeharness)
+      # --sanitize through the harness on the product's own paths: no report expected.
+      step "harness --sanitize memcheck plain,fused" 400 "$out/sanitize-harness.log" \
+        "$dist/harness" --backend gpu --verify plain,fused --shape 33x65x160,256x3072x4096 --dist normal \
+        --sanitize memcheck
+      ;;
+    submissions)
+      # The planted torch submissions (tests/planted/submissions, label gpu) through this harness.
+      step "planted submissions (torch)" 540 "$out/submissions.log" \
+        python3 tests/planted/submissions/run_planted.py --label gpu --harness "$dist/harness"
+      ;;
     bench)
       combos=${NVFP4_BENCH:-plain,graph,autotune+graph}
       if [ -z "${NVFP4_BENCH:-}" ] && "$dist/harness" --list 2>/dev/null | grep -qw fused; then
@@ -143,7 +178,7 @@ done
   echo
   echo "step                                         verdict       time"
   cat "$summary.rows"
-  for v in verify verify-trial verify-base; do
+  for v in verify verify-trial verify-base verify-gpus bisect sanitize-harness submissions; do
     if [ -f "$out/$v.log" ]; then
       echo
       echo "--- $v (tail)"

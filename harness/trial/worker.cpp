@@ -334,46 +334,37 @@ void conclude(ChildReport& rep, const Conversation& talk, int status, const Budg
   }
 }
 
-void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec& spec, const std::string& dir) {
-  const int64_t elems = spec.c.from_dir() ? -1 : spec.c.shape.c_elems();
-  for (int i = 0; i < talk.outputs; ++i) {
-    const std::string path = dir + "/out" + std::to_string(i) + ".f16";
+namespace {
+// Reads the n output files PREFIX<i>.f16 of a trial's directory into `into`; the first that is
+// missing, of odd size or of the wrong size (elems >= 0) makes the report an ERROR named by what(i).
+template <class What>
+void read_outputs(ChildReport& rep, const std::string& dir, const char* prefix, size_t n, int64_t elems,
+                  std::vector<std::vector<uint16_t>>& into, What what) {
+  for (size_t i = 0; i < n && rep.outcome == Outcome::Pass; ++i) {
+    const std::string path = dir + "/" + prefix + std::to_string(i) + ".f16";
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || st.st_size % 2 != 0 || (elems >= 0 && st.st_size != elems * 2)) {
       rep.outcome = Outcome::Error;
-      rep.message = "output file of call " + std::to_string(i + 1) + " is missing or has the wrong size";
-      break;
+      rep.message = what(i) + " is missing or has the wrong size";
+      return;
     }
     std::vector<uint16_t> c(size_t(st.st_size / 2));
     read_file(path, c.data(), c.size() * 2);
-    rep.outputs.push_back(std::move(c));
+    into.push_back(std::move(c));
   }
+}
+}  // namespace
+
+void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec& spec, const std::string& dir) {
+  const int64_t elems = spec.c.from_dir() ? -1 : spec.c.shape.c_elems();
+  read_outputs(rep, dir, "out", size_t(talk.outputs), elems, rep.outputs,
+               [](size_t i) { return "output file of call " + std::to_string(i + 1); });
   rep.output_sets = talk.output_sets;
-  for (size_t i = 0; i < talk.timed_sets.size() && rep.outcome == Outcome::Pass; ++i) {
-    const std::string path = dir + "/timed" + std::to_string(i) + ".f16";
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || (elems >= 0 && st.st_size != elems * 2)) {
-      rep.outcome = Outcome::Error;
-      rep.message = "timed output " + std::to_string(i) + " is missing or has the wrong size";
-      break;
-    }
-    std::vector<uint16_t> c(size_t(st.st_size / 2));
-    read_file(path, c.data(), c.size() * 2);
-    rep.timed_outputs.push_back(std::move(c));
-  }
+  read_outputs(rep, dir, "timed", talk.timed_sets.size(), elems, rep.timed_outputs,
+               [](size_t i) { return "timed output " + std::to_string(i); });
   rep.timed_sets = talk.timed_sets;
-  for (size_t i = 0; i < talk.config_sets.size() && rep.outcome == Outcome::Pass; ++i) {
-    const std::string path = dir + "/config" + std::to_string(i) + ".f16";
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || (elems >= 0 && st.st_size != elems * 2)) {
-      rep.outcome = Outcome::Error;
-      rep.message = "the output of configuration " + talk.config_names[i] + " is missing or has the wrong size";
-      break;
-    }
-    std::vector<uint16_t> c(size_t(st.st_size / 2));
-    read_file(path, c.data(), c.size() * 2);
-    rep.config_outputs.push_back(std::move(c));
-  }
+  read_outputs(rep, dir, "config", talk.config_sets.size(), elems, rep.config_outputs,
+               [&](size_t i) { return "the output of configuration " + talk.config_names[i]; });
   rep.config_sets = talk.config_sets;
   rep.config_names = talk.config_names;
   if (rep.have_intermediates) {
