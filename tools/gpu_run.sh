@@ -143,8 +143,8 @@ for phase in "${phases[@]}"; do
     sanitizeharness)
       # --sanitize through the harness on the product's own paths: no report expected.
       step "harness --sanitize memcheck plain,fused" 400 "$out/sanitize-harness.log" \
-        "$dist/harness" --backend gpu --verify plain,fused --shape 33x65x160,256x3072x4096 --dist normal \
-        --sanitize memcheck
+        "$dist/harness" --backend gpu --verify plain,fused --shape 33x65x160,128x96x256x2 --dist normal \
+        --warmup 1 --runs 2 --sanitize memcheck
       ;;
     submissions)
       # The planted torch submissions (tests/planted/submissions, label gpu) through this harness.
