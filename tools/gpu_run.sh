@@ -136,8 +136,8 @@ for phase in "${phases[@]}"; do
       # Bisect of a planted GPU bug (the test's planted-paths modules) on the default GPU suite.
       if [ -d "$dist/planted-paths" ]; then
         step "bisect autotune+bug-edge-tiles-unwritten+graph" 300 "$out/bisect.log" \
-          env NVFP4_PATHS_DIR="$here/$dist/planted-paths" "$dist/harness" --backend gpu \
-          bisect autotune+bug-edge-tiles-unwritten+graph
+          env NVFP4_PATHS_DIR="$here/$dist/planted-paths" "$dist/harness" bisect autotune+bug-edge-tiles-unwritten+graph \
+          --backend gpu
       fi
       ;;
     sanitizeharness)
@@ -149,7 +149,8 @@ for phase in "${phases[@]}"; do
     submissions)
       # The planted torch submissions (tests/planted/submissions, label gpu) through this harness.
       step "planted submissions (torch)" 540 "$out/submissions.log" \
-        python3 tests/planted/submissions/run_planted.py --label gpu --harness "$dist/harness"
+        python3 tests/planted/submissions/run_planted.py --label gpu --harness "$dist/harness" \
+        ${NVFP4_SUBMISSIONS_ONLY:+--only "$NVFP4_SUBMISSIONS_ONLY"}
       ;;
     bench)
       combos=${NVFP4_BENCH:-plain,graph,autotune+graph}

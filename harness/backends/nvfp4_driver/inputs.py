@@ -116,6 +116,16 @@ class Inputs:
             data += (b["alpha1"], b["alpha2"])
         return data
 
+    def clone(self):
+        """A second set of buffers with this one's contents (the driver's graph captures over one, so
+        that whatever a call brings, in place or in new tensors, is copied into it whole)."""
+        other = object.__new__(Inputs)
+        other.np, other.torch = self.np, self.torch
+        other.M, other.N, other.K, other.L = self.M, self.N, self.K, self.L
+        other.buffers = {k: (v.copy() if self.torch is None else v.clone()) for k, v in self.buffers.items()}
+        other.data = other._views()
+        return other
+
     def update(self, arrays, alphas=None):
         """Copies new arrays (and alphas) into the existing buffers: same addresses, new contents."""
         for name, arr in arrays.items():

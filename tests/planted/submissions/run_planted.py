@@ -185,6 +185,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--label", choices=("cpu", "gpu"), required=True)
     parser.add_argument("--harness", default=os.environ.get("NVFP4_HARNESS_BIN"))
+    parser.add_argument("--only", default="", help="run only the tests whose name contains this")
     args = parser.parse_args()
     LABEL = args.label
     HARNESS = args.harness
@@ -206,6 +207,8 @@ def main():
             print("SKIP: the torch submissions need a CUDA device; torch sees none")
             return 125
     suite = unittest.defaultTestLoader.loadTestsFromTestCase(PlantedSubmissions)
+    if args.only:
+        suite = unittest.TestSuite(t for t in suite if args.only in t.id())
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     return 0 if result.wasSuccessful() else 1
 
