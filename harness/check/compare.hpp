@@ -55,7 +55,8 @@
 //   Poisoned, NaN and infinite elements (either side) are left to the bound.
 //
 // The third criterion, the exactness certificate (docs/design.md §4.11). Every term of G is an
-// integer multiple of 2^(q_a + q_b - 20) (ReferenceResult::q_a, q_b1, q_b2). A partial sum, in
+// integer multiple of 2^(q_a + q_b - 20) (ReferenceResult::q_a, q_b1, q_b2; where that does not
+// certify, the finer min over blocks b of qb_a + qb_b, ReferenceResult::qb_a, ...). A partial sum, in
 // any order, adds a subset of the terms, so its magnitude is at most max(P, N) = (S_G + |G|)/2
 // (P, N: the sums of the positive and of the negative terms). Where (S_G + |G|)/2 <=
 // 2^(24 + q_a + q_b - 20), every partial sum is such a multiple of magnitude at most 2^24 units:
