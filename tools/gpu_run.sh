@@ -3,7 +3,7 @@
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
 #   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifygpus bisect
-#                                   sanitizeharness submissions bench benchbase
+#                                   sanitizeharness submissions subbench bench benchbase
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
 #                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
 #                                   baseline with its own paths/, the same way: verifybase then compares
@@ -152,6 +152,19 @@ for phase in "${phases[@]}"; do
         python3 tests/planted/submissions/run_planted.py --label gpu --harness "$dist/harness" \
         ${NVFP4_SUBMISSIONS_ONLY:+--only "$NVFP4_SUBMISSIONS_ONLY"}
       ;;
+    subbench)
+      # Python submissions timed by bench trials on GPU MODE's benchmark shapes (both timing
+      # methods), and a submission trial's overhead outside the submission's own work.
+      step "bench origin_story plain,cuda-graph" 300 "$out/subbench.log" \
+        "$dist/harness" bench plain,cuda-graph --submission examples/origin_story/submission.py \
+        --json "$out/subbench-origin.json"
+      step "bench correct torch submission plain,graph" 300 "$out/subbench.log" \
+        "$dist/harness" bench plain,graph --submission tests/planted/submissions/gpu/correct.py \
+        --json "$out/subbench-correct.json"
+      step "verify correct torch submission 256x4096x7168 (overhead)" 200 "$out/subbench.log" \
+        "$dist/harness" verify plain,graph --submission tests/planted/submissions/gpu/correct.py \
+        --shape 256x4096x7168 --dist gpumode --seed 1111
+      ;;
     bench)
       combos=${NVFP4_BENCH:-plain,graph,autotune+graph}
       if [ -z "${NVFP4_BENCH:-}" ] && "$dist/harness" --list 2>/dev/null | grep -qw fused; then
@@ -179,7 +192,7 @@ done
   echo
   echo "step                                         verdict       time"
   cat "$summary.rows"
-  for v in verify verify-trial verify-base verify-gpus bisect sanitize-harness submissions; do
+  for v in verify verify-trial verify-base verify-gpus bisect sanitize-harness submissions subbench; do
     if [ -f "$out/$v.log" ]; then
       echo
       echo "--- $v (tail)"
