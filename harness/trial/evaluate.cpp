@@ -143,6 +143,56 @@ void check_configs(TrialResult& r, const ChildReport& child, ReferenceCache& cac
 
 }  // namespace
 
+// What the failing calls' outputs match instead (another call's or the warm-up's inputs: stale
+// inputs or a cached result), and for a submission what kind of cache that suggests, as one
+// clause appended to the failure message ("" when nothing matches).
+static std::string stale_diagnosis(const TrialResult& r, const std::vector<int>& failing,
+                            const std::vector<SubmissionCall>& inputs, bool submission, int calls, int runs) {
+  const bool one = failing.size() == 1;
+  std::vector<std::string> stale, hints;
+  auto hint = [&](const std::string& h) {
+    if (std::find(hints.begin(), hints.end(), h) == hints.end()) hints.push_back(h);
+  };
+  for (int call : failing) {
+    const int other = r.matches_set_per_call[size_t(call - 1)];
+    if (other < 0) continue;
+    std::string s = (one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
+                    " matches the reference of " + input_set_label(other, runs);
+    if (submission) {
+      // Which earlier inputs it computed on says what kind of cache it keeps.
+      const SubmissionCall& k = inputs[size_t(call - 1)];
+      if (other != warmup_set(runs)) s += ", call " + std::to_string(other + 1) + "'s";
+      if (call == calls && calls > 1 && other == checked_call_set(call - 1) && failing.size() == 1)
+        hint("the previous call's output, left in place: computes only when the output holds the poison?");
+      else if (k.new_tensors)
+        hint("a cache keyed by shape or a graph over the first call's tensors?");
+      else
+        hint("a result cached by shape or by tensor identity (id, data_ptr)?");
+    }
+    stale.push_back(s);
+  }
+  if (submission && stale.empty()) {
+    // Only the calls with new weights fail, and a call with the weights of the warm-up passes.
+    bool weights_only = true, kept_weights_pass = false;
+    for (int i = 0; i < calls; ++i) {
+      const bool fails = std::find(failing.begin(), failing.end(), i + 1) != failing.end();
+      const bool new_weights = inputs[size_t(i)].mode == InputSet::All;
+      weights_only = weights_only && fails == new_weights;
+      kept_weights_pass = kept_weights_pass || (!new_weights && !fails);
+    }
+    if (weights_only && kept_weights_pass)
+      hint("only the calls with new weights fail: weights or decoded weights cached from an earlier call?");
+  }
+  std::ostringstream m;
+  if (!stale.empty()) {
+    m << "; ";
+    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
+    if (!submission) m << ": stale inputs or a cached result?";
+  }
+  for (size_t i = 0; i < hints.size(); ++i) m << (i || stale.empty() ? "; " : ": ") << hints[i];
+  return m.str();
+}
+
 TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
   TrialResult r;
   r.spec = spec;
@@ -297,46 +347,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     m << ")";
   }
   if (one && calls > 1) m << " (other calls pass)";
-  std::vector<std::string> stale, hints;
-  auto hint = [&](const std::string& h) {
-    if (std::find(hints.begin(), hints.end(), h) == hints.end()) hints.push_back(h);
-  };
-  for (int call : failing) {
-    const int other = r.matches_set_per_call[size_t(call - 1)];
-    if (other < 0) continue;
-    std::string s = (one ? std::string("output") : "call " + std::to_string(call) + "'s output") +
-                    " matches the reference of " + input_set_label(other, runs);
-    if (submission) {
-      // Which earlier inputs it computed on says what kind of cache it keeps.
-      const SubmissionCall& k = inputs[size_t(call - 1)];
-      if (other != warmup_set(runs)) s += ", call " + std::to_string(other + 1) + "'s";
-      if (call == calls && calls > 1 && other == checked_call_set(call - 1) && failing.size() == 1)
-        hint("the previous call's output, left in place: computes only when the output holds the poison?");
-      else if (k.new_tensors)
-        hint("a cache keyed by shape or a graph over the first call's tensors?");
-      else
-        hint("a result cached by shape or by tensor identity (id, data_ptr)?");
-    }
-    stale.push_back(s);
-  }
-  if (submission && stale.empty()) {
-    // Only the calls with new weights fail, and a call with the weights of the warm-up passes.
-    bool weights_only = true, kept_weights_pass = false;
-    for (int i = 0; i < calls; ++i) {
-      const bool fails = std::find(failing.begin(), failing.end(), i + 1) != failing.end();
-      const bool new_weights = inputs[size_t(i)].mode == InputSet::All;
-      weights_only = weights_only && fails == new_weights;
-      kept_weights_pass = kept_weights_pass || (!new_weights && !fails);
-    }
-    if (weights_only && kept_weights_pass)
-      hint("only the calls with new weights fail: weights or decoded weights cached from an earlier call?");
-  }
-  if (!stale.empty()) {
-    m << "; ";
-    for (size_t i = 0; i < stale.size(); ++i) m << (i ? ", " : "") << stale[i];
-    if (!submission) m << ": stale inputs or a cached result?";
-  }
-  for (size_t i = 0; i < hints.size(); ++i) m << (i || stale.empty() ? "; " : ": ") << hints[i];
+  m << stale_diagnosis(r, failing, inputs, submission, calls, runs);
   if (!r.cmp.cert_pass()) m << "; exactness certificate: " << r.cmp.cert_message();
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
   if (!r.cmp.ms_pass()) m << "; mean-square gate: " << r.cmp.ms_message();
