@@ -9,6 +9,7 @@
 #include "html_report.hpp"
 #include "junit.hpp"
 #include "merge.hpp"
+#include "report.hpp"
 #include "user_file.hpp"
 
 namespace po = boost::program_options;

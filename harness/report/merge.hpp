@@ -52,10 +52,4 @@ struct MergedReport {
 MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vector<std::string>& names,
                            const std::string& command);
 
-// The end-of-run summary of a (merged) report, as report.cpp print_summary prints a run's: per
-// backend and combination the outcome counts and max ulp; degenerate cases and suspicious data;
-// every failing trial with its reproducer; BLOCKED combinations with the sub-combination that
-// failed; the overall result and exit code.
-void print_report_summary(std::ostream& os, const JsonValue& report);
-
 }  // namespace nvfp4

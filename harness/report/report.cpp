@@ -10,17 +10,15 @@
 #include "check_report.hpp"
 #include "formats.hpp"
 #include "json.hpp"
+#include "json_read.hpp"
 #include "lattice.hpp"
+
+#include "text.hpp"
 
 namespace nvfp4 {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 
 
@@ -183,99 +181,129 @@ std::string overhead_line(double seconds, int trials) {
          " ms each: child start, messages, output files)";
 }
 
-void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures) {
-  const auto& rs = s.results();
-  os << "\nSummary (" << rs.size() << " trials, " << fmt("%.1f", s.elapsed()) << " s)\n";
-  const Outcome order[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash,
-                           Outcome::Timeout, Outcome::Skip, Outcome::Blocked};
+// The outcomes in the order the summary lists them.
+const Outcome kOutcomeOrder[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash,
+                                 Outcome::Timeout, Outcome::Skip, Outcome::Blocked};
+
+void print_report_summary(std::ostream& os, const JsonValue& report, bool list_failures) {
+  const auto& trials = report.at("trials").items();
+  char line[256];
+  std::snprintf(line, sizeof line, "%.1f", report.number_or("elapsed_s", 0));
+  os << "\nSummary (" << trials.size() << " trials, " << line << " s";
+  if (const JsonValue* rec = report.find("shard"); rec && rec->find("merged_from"))
+    os << " in " << rec->at("merged_from").items().size() << " shards";
+  os << ")\n";
   // Per backend and combination, in first-seen order.
   std::vector<std::pair<std::string, std::string>> keys;
-  std::map<std::pair<std::string, std::string>, std::map<Outcome, int>> counts;
-  std::map<std::pair<std::string, std::string>, double> max_ulp;
-  for (const auto& r : rs) {
-    auto k = std::make_pair(r.spec.backend, r.spec.combo.str());
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int>> counts;
+  std::map<std::pair<std::string, std::string>, int64_t> max_ulp;
+  for (const auto& t : trials) {
+    const auto k = std::make_pair(t.str_or("backend", "?"), t.str_or("combo", "?"));
     if (!counts.count(k)) keys.push_back(k);
-    ++counts[k][r.outcome];
-    if (r.compared) max_ulp[k] = std::max(max_ulp[k], double(r.cmp.max_ulp));
+    ++counts[k][t.str_or("outcome", "?")];
+    if (const JsonValue* m = t.find("metrics"))
+      max_ulp[k] = std::max(max_ulp[k], int64_t(m->number_or("max_ulp", 0)));
   }
   if (!keys.empty()) {
-    char line[256];
     std::snprintf(line, sizeof line, "  %-8s %-28s %5s %5s %5s %5s %7s %5s %7s  %s\n", "backend",
                   "combination", "PASS", "FAIL", "ERROR", "CRASH", "TIMEOUT", "SKIP", "BLOCKED", "max ulp");
     os << line;
     for (const auto& k : keys) {
       auto& c = counts[k];
+      auto n = [&](Outcome o) { return c[outcome_name(o)]; };
       std::snprintf(line, sizeof line, "  %-8s %-28s %5d %5d %5d %5d %7d %5d %7d  %s\n", k.first.c_str(),
-                    k.second.c_str(), c[order[0]], c[order[1]], c[order[2]], c[order[3]], c[order[4]],
-                    c[order[5]], c[order[6]],
-                    max_ulp.count(k) ? std::to_string(int64_t(max_ulp[k])).c_str() : "-");
+                    k.second.c_str(), n(kOutcomeOrder[0]), n(kOutcomeOrder[1]), n(kOutcomeOrder[2]), n(kOutcomeOrder[3]), n(kOutcomeOrder[4]),
+                    n(kOutcomeOrder[5]), n(kOutcomeOrder[6]), max_ulp.count(k) ? std::to_string(max_ulp[k]).c_str() : "-");
       os << line;
     }
   }
-  // Cases whose check is vacuous, and suspicious inputs: the user's own data warned about one by one;
-  // the embedded suite's, which carries negative and NaN scales on purpose, in one line (the JSON
-  // report's cases list every warning).
   int suite_warned = 0;
-  for (const auto& info : s.cache().seen()) {
-    if (info->degeneracy.degenerate())
-      os << "  DEGENERATE case " << info->spec.name() << ": " << info->degeneracy.describe()
-         << " (this check cannot tell a right kernel from a wrong one)\n";
-    if (!info->spec.from_dir()) {
-      suite_warned += !info->warnings.empty();
+  for (const auto& c : report.at("cases").items()) {
+    const std::string name = c.str_or("name", "?");
+    if (const JsonValue* d = c.find("degeneracy"); d && d->is_object()) {
+      Degeneracy g;
+      g.total = int64_t(d->number_or("total", 0));
+      g.inf = int64_t(d->number_or("inf", 0));
+      g.nan = int64_t(d->number_or("nan", 0));
+      g.zero = int64_t(d->number_or("zero", 0));
+      if (g.degenerate())
+        os << "  DEGENERATE case " << name << ": " << g.describe()
+           << " (this check cannot tell a right kernel from a wrong one)\n";
+    }
+    const JsonValue* w = c.find("warnings");
+    if (!w || !w->is_array() || w->items().empty()) continue;
+    if (!c.find("inputs")) {  // a generated case: one line for all of them, as report.cpp prints a run's
+      ++suite_warned;
       continue;
     }
-    for (const auto& w : info->warnings) os << "  warning: " << info->spec.name() << ": " << w << "\n";
+    for (const auto& x : w->items()) os << "  warning: " << name << ": " << x.text() << "\n";
   }
   if (suite_warned)
     os << "  note: " << suite_warned << " generated case" << (suite_warned == 1 ? "" : "s")
        << " carry suspicious scale bytes (negative, NaN) on purpose, to test paths on them; details in --json\n";
   // Failing trials with their reproducers; BLOCKED ones grouped per combination.
-  std::vector<const TrialResult*> failing;
-  std::vector<std::pair<std::string, int>> blocked;  // "backend combo (blocked by X)", count
-  for (const auto& r : rs) {
-    if (!is_failure(r.outcome)) continue;
-    if (r.outcome != Outcome::Blocked) {
-      failing.push_back(&r);
+  std::vector<const JsonValue*> failing;
+  std::vector<std::pair<std::string, int>> blocked;
+  std::map<std::string, int> total;
+  for (const auto& t : trials) {
+    const std::string o = t.str_or("outcome", "?");
+    ++total[o];
+    Outcome oc;
+    if (!outcome_of(o, oc) || !is_failure(oc)) continue;
+    if (oc != Outcome::Blocked) {
+      failing.push_back(&t);
       continue;
     }
-    const std::string key = r.spec.backend + " " + r.spec.combo.str() + " (blocked by " + r.blocked_by + ")";
-    if (blocked.empty() || blocked.back().first != key) blocked.push_back({key, 0});
-    ++blocked.back().second;
+    const std::string key = t.str_or("backend", "?") + " " + t.str_or("combo", "?") + " (blocked by " +
+                            t.str_or("blocked_by", "?") + ")";
+    // Grouped by key, first-seen: in a merged report a combination's trials from different
+    // shards may name different failing sub-combinations, each of which gets its line.
+    auto it = std::find_if(blocked.begin(), blocked.end(), [&](const auto& b) { return b.first == key; });
+    if (it == blocked.end()) it = blocked.insert(blocked.end(), {key, 0});
+    ++it->second;
   }
   if (list_failures && !failing.empty()) {
     os << "  failing trials (reproduce each with the command shown):\n";
     size_t shown = 0;
-    for (const auto* r : failing) {
+    for (const JsonValue* t : failing) {
       if (++shown > 40) {
         os << "    ... and " << failing.size() - 40 << " more (see --json)\n";
         break;
       }
-      os << "    " << outcome_name(r->outcome) << " " << trial_name(r->spec);
-      if (!r->stage.empty()) os << " (stage " << r->stage << ")";
-      os << "\n      " << reproducer(r->spec, s.program()) << "\n";
+      os << "    " << t->str_or("outcome", "?") << " " << t->str_or("backend", "?") << " " << t->str_or("combo", "?")
+         << " " << trial_case_name(*t);
+      if (const JsonValue* st = t->find("stage")) os << " (stage " << st->text() << ")";
+      os << "\n      " << t->str_or("reproducer", "?") << "\n";
     }
   }
   for (const auto& b : blocked)
     os << "  BLOCKED " << b.first << ": " << b.second << " trial" << (b.second == 1 ? "" : "s") << " not run\n";
   double overhead = 0;
   int ran = 0;
-  for (const auto& r : rs) {
-    overhead += r.overhead();
-    ran += r.wall > 0;
-  }
+  for (const auto& t : trials)
+    if (const JsonValue* o = t.find("overhead_s")) {
+      overhead += o->number();
+      ++ran;
+    }
   if (ran) os << "  " << overhead_line(overhead, ran) << "\n";
   std::map<std::string, double> busy;
-  for (const auto& r : rs)
-    if (!r.device.empty()) busy[r.device] += r.wall;
+  for (const auto& t : trials)
+    if (const JsonValue* d = t.find("device"); d && d->is_string()) busy[d->str()] += t.number_or("wall_s", 0);
   if (busy.size() > 1) os << "  " << busy_line(busy) << "\n";
-  std::map<Outcome, int> total;
-  for (const auto& r : rs) ++total[r.outcome];
   os << "result:";
-  for (Outcome o : order)
-    if (total[o]) os << " " << total[o] << " " << outcome_name(o);
-  if (rs.empty()) os << " no trials";
-  os << " -> exit " << exit_code << "\n";
-  for (const auto& v : s.verdicts) os << v << "\n";
+  for (Outcome o : kOutcomeOrder)
+    if (total[outcome_name(o)]) os << " " << total[outcome_name(o)] << " " << outcome_name(o);
+  if (trials.empty()) os << " no trials";
+  os << " -> exit " << report.at("exit_code").text() << "\n";
+  if (const JsonValue* v = report.find("verdicts"); v && v->is_array())
+    for (const auto& x : v->items()) os << x.text() << "\n";
+}
+
+void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures) {
+  // Rendered from the run's JSON report, as merge, JUnit and HTML are: one summary printer.
+  std::ostringstream json;
+  write_json(json, s, "verify", "", exit_code);
+  print_report_summary(os, JsonValue::parse(json.str()), list_failures);
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include "trial.hpp"
 
 namespace nvfp4 {
+class JsonValue;
 
 // The version of the JSON report's layout ("schema"), read by merge, JUnit, HTML and the Python
 // module. It changes when a member is renamed, removed or changes meaning; new members keep it.
@@ -46,6 +47,10 @@ std::string busy_line(const std::map<std::string, double>& busy);
 // whose verdict names its own reproducer); the overhead outside the stages; the overall result;
 // bisect verdicts last.
 void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_failures = true);
+// The end-of-run summary of a report (a run's or a merged one): per backend and combination, the
+// cases flagged, the failing trials with their reproducers (list_failures), overhead, the result
+// line and the verdicts. print_summary renders a run's through it.
+void print_report_summary(std::ostream& os, const JsonValue& report, bool list_failures = true);
 
 class JsonWriter;
 // The whole session as JSON (every trial: outcome, stage times, metrics, reproducer; a bench

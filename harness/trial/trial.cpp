@@ -44,6 +44,16 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
+bool outcome_of(const std::string& name, Outcome& out) {
+  for (Outcome o : {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash, Outcome::Timeout,
+                    Outcome::Skip, Outcome::Blocked})
+    if (name == outcome_name(o)) {
+      out = o;
+      return true;
+    }
+  return false;
+}
+
 const External* TrialOptions::external(const std::string& backend) const {
   for (const auto& e : externals)
     if (e.backend == backend) return &e;

@@ -56,6 +56,7 @@ namespace nvfp4 {
 
 enum class Outcome { Pass, Fail, Error, Crash, Timeout, Skip, Blocked };
 const char* outcome_name(Outcome o);  // "PASS", "FAIL", ...
+bool outcome_of(const std::string& name, Outcome& out);  // the inverse: false for an unknown name
 // FAIL, ERROR, CRASH, TIMEOUT and BLOCKED are verification failures (exit code 1).
 inline bool is_failure(Outcome o) { return o != Outcome::Pass && o != Outcome::Skip; }
 
