@@ -11,15 +11,12 @@
 
 #include "formats.hpp"
 
+#include "text.hpp"
+
 namespace nvfp4 {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string hex16(uint16_t b) {
   char buf[16];

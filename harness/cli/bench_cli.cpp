@@ -29,6 +29,7 @@
 #include "lattice.hpp"
 #include "modules.hpp"
 #include "outputs.hpp"
+#include "text.hpp"
 #include "report.hpp"
 #include "user_file.hpp"
 #include "worker.hpp"
@@ -67,12 +68,6 @@ po::options_description bench_options() {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string num_text(double v) {
   char buf[40];
@@ -212,7 +207,7 @@ Extras run_extras(const BenchExtrasRequest& rq, double budget_s, const std::stri
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
     reap_within(pid, &status, kReapSeconds);
-    ex.failure = "TIMEOUT: the GPU extras child exceeded --bench-budget " + fmt("%.1f", budget_s) +
+    ex.failure = "TIMEOUT: the GPU extras child exceeded --bench-budget " + fmt_or_dash("%.1f", budget_s) +
                  " s; process group killed";
     return ex;
   }
@@ -256,12 +251,12 @@ void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, co
     const auto y = yard.find(r.shape);
     std::snprintf(line, sizeof line, "%-15s %-*s %-26s %7s %9s %9s %8s %7s %7s %8s %8s %8s %8s %8s\n",
                   r.shape.c_str(), int(be), r.backend.c_str(), r.combo.c_str(), r.outcome.c_str(),
-                  fmt("%.1f", r.t.median * 1e6).c_str(), fmt("%.1f", r.b2b * 1e6).c_str(),
-                  fmt("%.3g", tf * 1e-12).c_str(), fmt("%.1f", 100 * tf / peak).c_str(),
-                  fmt("%.2f", y == yard.end() ? NAN : r.t.median / y->second).c_str(),
-                  fmt("%.2f", torch_compile_us(r.shape) * 1e-6 / r.t.median).c_str(),
-                  fmt("%.3f", r.stage("load")).c_str(), fmt("%.3f", r.stage("init")).c_str(),
-                  fmt("%.3f", r.stage("tune")).c_str(), fmt("%.3f", r.stage("warmup")).c_str());
+                  fmt_or_dash("%.1f", r.t.median * 1e6).c_str(), fmt_or_dash("%.1f", r.b2b * 1e6).c_str(),
+                  fmt_or_dash("%.3g", tf * 1e-12).c_str(), fmt_or_dash("%.1f", 100 * tf / peak).c_str(),
+                  fmt_or_dash("%.2f", y == yard.end() ? NAN : r.t.median / y->second).c_str(),
+                  fmt_or_dash("%.2f", torch_compile_us(r.shape) * 1e-6 / r.t.median).c_str(),
+                  fmt_or_dash("%.3f", r.stage("load")).c_str(), fmt_or_dash("%.3f", r.stage("init")).c_str(),
+                  fmt_or_dash("%.3f", r.stage("tune")).c_str(), fmt_or_dash("%.3f", r.stage("warmup")).c_str());
     os << line;
     if (r.outcome != "PASS" && !r.message.empty()) os << "    " << r.outcome << ": " << r.message << "\n";
   }
@@ -477,8 +472,8 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
   session.expect(backends.size() * combos.size() * cases.size());
   std::cout << "bench: " << combos.size() << " combination(s) x " << cases.size() << " shape(s) on";
   for (const auto& b : backends) std::cout << " " << b;
-  std::cout << "; stopping rule: median rse < " << fmt("%.2f", opt.timing.rse * 100) << "%, " << opt.timing.min_reps
-            << ".." << opt.timing.max_reps << " calls, " << fmt("%.1f", opt.timing.max_time_s) << " s cap\n";
+  std::cout << "; stopping rule: median rse < " << fmt_or_dash("%.2f", opt.timing.rse * 100) << "%, " << opt.timing.min_reps
+            << ".." << opt.timing.max_reps << " calls, " << fmt_or_dash("%.1f", opt.timing.max_time_s) << " s cap\n";
   for (const auto& b : backends) verify_combos(session, b, combos, cases);
 
   // The GPU extras, when the gpu backend ran and is available here.
