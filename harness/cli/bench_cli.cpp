@@ -446,6 +446,9 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
     }
   std::string shape_list;
   const std::vector<CaseSpec> cases = bench_cases(vm, shape_list);
+  // Every bench case must fit in memory, as verify's (cli_checks.hpp), before any trial.
+  const cli::MemoryLimit memory = cli::memory_limit(vm);
+  for (const auto& c : cases) cli::check_memory(c.shape, opt.runs, memory, vm.count("shape") ? "--shape" : "--bench-shapes");
   opt.bench = true;
   opt.timing.rse = vm["bench-rse"].as<double>();
   opt.timing.max_time_s = vm["bench-max-time"].as<double>();

@@ -500,6 +500,7 @@ std::vector<Row> option_rows(Files& f) {
   opt({"--bench", "plain", "--backend", "cpu", "--shape", "1x1x16", "--bench-shapes", "16x16x16"},
       "--shape and --bench-shapes", "give one");
   opt({"--bench", "bogus", "--backend", "cpu"}, "--bench", "unknown optimization 'bogus'");
+  opt({"bench", "plain", "--backend", "cpu", "--shape", "1048576x1048576x16"}, "--shape", "needs about");
   opt({"--verify", "plain", "--tune-cache", "/proc/nvfp4-no-such-dir"}, "--tune-cache", "cannot be created");
   opt({"--verify", "plain", "--backend", "all,cpu"}, "--backend", "'all' stands alone");
   opt({"render", out}, "harness render needs --html", "");
