@@ -47,7 +47,7 @@ inline constexpr StageInfo kStages[] = {
     {Stage::Warmup, "warmup", 30, Stage::Warmup, true, "the eager calls before the checked ones"},
     {Stage::Capture, "capture", 30, Stage::Capture, true, "graph capture and instantiation"},
     {Stage::Run, "run", 60, Stage::Run, true, "the checked calls"},
-    {Stage::Configs, "configs", 0, Stage::Run, false,
+    {Stage::Configs, "configs", 300, Stage::Configs, false,
      "every configuration the base path offers for the shape (Plan::candidates), one checked call each"},
     {Stage::Time, "time", 60, Stage::Time, true, "bench mode: the timed steady state"},
     {Stage::Teardown, "teardown", 0, Stage::Init, false, "the plan destroyed"},

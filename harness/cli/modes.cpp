@@ -152,7 +152,11 @@ const Mode& select_mode(const po::variables_map& vm, const po::parsed_options& p
   if (named.size() > 1)
     throw InputError("two modes: " + spelled(*named[0]) + " and " + spelled(*named[1]) + "; give one");
   const Mode* mode = named.empty() ? nullptr : named.front();
+  if (mode && !word.empty() && word != mode->word)  // `harness merge --verify plain`: two modes
+    throw InputError("two modes: " + word + " and " + spelled(*mode) + "; give one");
   if (!mode && (word == "check" || vm.count("inputs"))) mode = &mode_named("check");
+  if (mode && std::string(mode->word) == "check" && !vm.count("inputs"))
+    throw InputError("harness check needs --inputs DIR (the case directory)");
   if (!mode) throw InputError("nothing to do: name a mode (harness verify all; harness --help lists the modes)");
   for (const auto& o : parsed.options) {
     const auto it = option_groups().find(o.string_key);

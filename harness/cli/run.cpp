@@ -182,8 +182,15 @@ Setup prepare(const po::variables_map& vm, const Mode& mode) {
   // The built-in backends' manifests, only when paths will run (or be listed): a bad input above,
   // a check or a save of the reference never starts a load probe.
   s.policy = run_policy(vm);
-  // A sanitizer's report must belong to one trial: one process per trial.
-  if (!s.opt.sanitize.empty()) s.policy.isolate = Isolation::Trial;
+  // A sanitizer's report must belong to one trial: one process per trial. Its slowdown would make
+  // a bench's times meaningless.
+  if (!s.opt.sanitize.empty()) {
+    if (m == "bench") throw InputError("--sanitize: bench times paths, and a sanitizer slows them down many times; "
+                                       "verify under the sanitizer instead");
+    if (vm.count("isolate") && vm["isolate"].as<std::string>() == "worker")
+      throw InputError("--sanitize runs one process per trial; not with --isolate worker");
+    s.policy.isolate = Isolation::Trial;
+  }
   if (s.path_mode) load_builtins(s.backends, builtins, s.opt, s.filter, s.failed_loads, s.load_probes, s.policy.env(0));
   s.opt.faults = faults(vm);  // after the manifests: a fault's if=COMBO may name their optimizations
   if (!s.opt.faults.empty() && vm.count("submission"))
@@ -263,6 +270,8 @@ int verify_or_bisect(const po::variables_map& vm, const Mode& mode, Setup& s, co
 
   std::vector<CaseSpec> dir_cases;
   const std::string save_path = vm.count("save-output") ? vm["save-output"].as<std::string>() : "";
+  if (!save_path.empty() && (bisecting || what == "all" || names.size() != 1))
+    throw InputError("--save-output writes the output of one path: give verify COMBO with one combination");
   if (vm.count("inputs")) {
     if (vm.count("check"))
       throw InputError("--check compares an outside output; to run a path on the case use --verify COMBO without --check");
@@ -297,7 +306,9 @@ int verify_or_bisect(const po::variables_map& vm, const Mode& mode, Setup& s, co
   }
 
   int code = 0;
-  if (bisecting) {
+  if (bisecting && combos.empty()) {
+    code = 1;  // every path failed to load: those failures are the run's results
+  } else if (bisecting) {
     session.set_details(false);  // the verdict names the culprit; its reproducer shows the details
     const Combo combo = combos.front();
     std::vector<std::string> bs;
@@ -357,6 +368,14 @@ int run_mode(const po::variables_map& vm, const Mode& mode, const std::string& p
   if (vm.count("shard") && m != "verify") throw InputError("--shard splits a verify run by case; not with " + m);
   Setup s = prepare(vm, mode);
   if (m == "check" && !s.path_mode) {
+    // Only the reference runs: options about trials would be ignored.
+    for (Group g : {Group::Trials, Group::Workers, Group::Budgets, Group::Drills}) {
+      const po::options_description d = group_options(g);
+      for (const auto& o : d.options())
+        if (vm.count(o->long_name()) && !vm[o->long_name()].defaulted())
+          throw InputError("--" + o->long_name() + " is about runs of paths; harness check runs none (give --backend "
+                           "NAME to run a path on the case)");
+    }
     CaseSpec c;
     c.inputs_dir = vm["inputs"].as<std::string>();
     c.batch_last = vm.count("batch-last") > 0;

@@ -9,6 +9,8 @@
 #include "trial.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -343,8 +345,13 @@ void run_trial(Channel& ch, const TrialSpec& spec, const std::string& dir, bool 
 
 }  // namespace
 
+// The parent's spawn() made the child's process group (the parent kills the whole group on a
+// timeout); the child stays in it, so that under compute-sanitizer (--sanitize), where the child is
+// the sanitizer's child, the group still holds both. It dies with whoever started it.
+void stay_in_group() { prctl(PR_SET_PDEATHSIG, SIGKILL); }
+
 int child_main(const std::string& encoded) {
-  setpgid(0, 0);  // own process group: the parent kills the whole group on a timeout
+  stay_in_group();
   no_core_files();
   int fd = -1;
   std::string dir;
@@ -363,7 +370,7 @@ int child_main(const std::string& encoded) {
 }
 
 int worker_main() {
-  setpgid(0, 0);
+  stay_in_group();
   no_core_files();
   std::shared_ptr<const LoadedPlugin> loaded;  // loaded once, by the first trial that names it
   for (;;) {

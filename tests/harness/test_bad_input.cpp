@@ -504,6 +504,12 @@ std::vector<Row> option_rows(Files& f) {
   opt({"--verify", "plain", "--tune-cache", "/proc/nvfp4-no-such-dir"}, "--tune-cache", "cannot be created");
   opt({"--verify", "plain", "--backend", "all,cpu"}, "--backend", "'all' stands alone");
   opt({"render", out}, "harness render needs --html", "");
+  opt({"merge", "--verify", "plain"}, "two modes: merge and --verify", "give one");
+  opt({"check", "--check", out}, "harness check needs --inputs DIR", "");
+  opt({"check", "--inputs", good, "--check", good + "/a.npy", "--runs", "5"}, "--runs", "harness check runs none");
+  opt({"verify", "all", "--inputs", good, "--save-output", out}, "--save-output", "one combination");
+  opt({"bench", "plain", "--backend", "cpu", "--sanitize", "memcheck"}, "--sanitize", "");
+  opt({"verify", "plain", "--backend", "cpu", "--sanitize", "memcheck", "--isolate", "worker"}, "--sanitize", "");
   opt({"--verify", "plain", "fused"}, "unexpected argument 'fused'", "lists with commas");
   opt({"--verify", "plain", "--shape", "1x1x16", "7x13x48"}, "unexpected argument '7x13x48'", "lists with commas");
   opt({"stray", "--verify", "plain"}, "unexpected argument 'stray'", "lists with commas");
@@ -514,7 +520,7 @@ std::vector<Row> option_rows(Files& f) {
   std::vector<std::string> budgets = {"budget-trial"};
   for (const auto& st : nvfp4::kStages)
     if (nvfp4::has_own_budget(st.id)) budgets.push_back(std::string("budget-") + st.name);
-  CHECK(budgets.size() == 8);  // load, init, tune, warmup, capture, run, time, and the trial
+  CHECK(budgets.size() == 9);  // load, init, tune, warmup, capture, run, configs, time, and the trial
   for (const auto& b : budgets)
     for (const char* v : {"0", "-1", "1e9"})
       opt({"--verify", "plain", "--" + b, v}, "--" + b, "positive number of seconds, at most 1e6");

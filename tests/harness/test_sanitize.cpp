@@ -53,6 +53,18 @@ TEST_CASE("sanitize: a clean child passes; the sanitizer's report is the trial's
   CHECK(has(harness_cli::read_text(dir + "/r.json"), "--sanitize memcheck"));  // in the reproducer
 }
 
+TEST_CASE("sanitize: not in bench (a sanitizer's slowdown is no time), not with workers") {
+  const std::string dir = harness_cli::temp_dir();
+  setenv("NVFP4_COMPUTE_SANITIZER", fake_sanitizer(dir).c_str(), 1);
+  auto r = harness_cli::run("bench plain --backend cpu --shape 7x13x48 --sanitize memcheck");
+  CHECK(r.rc == 2);
+  CHECK(has(r.out, "--sanitize: bench times paths"));
+  r = harness_cli::run("verify plain --backend cpu --shape 7x13x48 --sanitize memcheck --isolate worker");
+  CHECK(r.rc == 2);
+  CHECK(has(r.out, "not with --isolate worker"));
+  unsetenv("NVFP4_COMPUTE_SANITIZER");
+}
+
 TEST_CASE("sanitize: an unknown tool or a missing compute-sanitizer is bad usage, before any trial") {
   auto r = harness_cli::run("verify plain --backend cpu --sanitize leakcheck");
   CHECK(r.rc == 2);
