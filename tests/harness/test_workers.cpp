@@ -4,6 +4,8 @@
 // with what one process per trial gives); progress stays in list order with several slots; each
 // slot's child sees its GPU; references are computed once per (case, set).
 #include <doctest/doctest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
@@ -191,14 +193,19 @@ TEST_CASE("overhead: per trial wall minus its stages, and the total in the summa
     const std::string j = harness_cli::temp_dir() + "/o.json";
     run("--verify plain" + kThree + "--isolate " + isolate + " --json " + j);
     const JsonValue v = JsonValue::parse(read_text(j));
-    double first = 0, later = 0;
+    // The later trials' smallest overhead: one trial slowed by a busy machine does not decide it.
+    double first = 0, later = 1e9;
     int n = 0;
-    for (const auto& t : v.at("trials").items()) (n++ == 0 ? first : later) += t.number_or("overhead_s", 0);
+    for (const auto& t : v.at("trials").items()) {
+      const double o = t.number_or("overhead_s", 0);
+      if (n++ == 0) first = o;
+      else later = std::min(later, o);
+    }
     return std::make_pair(first, later);
   };
   const auto worker = total_overhead("worker"), trial = total_overhead("trial");
   INFO("worker first/later " << worker.first << "/" << worker.second << ", trial " << trial.first << "/" << trial.second);
-  CHECK(trial.second > worker.second);  // two process starts against none
+  CHECK(trial.second > worker.second);  // a process start each against none
 }
 
 TEST_CASE("run policy parsing: GPU lists, ctest resource groups, /proc counting, work units") {
