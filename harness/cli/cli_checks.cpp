@@ -358,7 +358,10 @@ MemoryEstimate estimate_memory(const Shape& s, int runs) {
   const double plain = 16 * lmn + 4 * M * K + T * 256 * K * 4;
   const double fused = 8 * N * K + T * 256 * (K + 2 * N) * 4;
   const double child = problem + 4 * lmn + std::max(plain, fused);
-  e.trial = child + 2 * lmn * runs + 8 * lmn;
+  // Stage configs: one output per configuration the path offers, read back by the parent (the
+  // fused kernel offers up to 18 on a shape, the CPU paths fewer; 24 errs high).
+  const double config_outputs = 24;
+  e.trial = child + 2 * lmn * runs + 8 * lmn + 2 * lmn * config_outputs;
   return e;
 }
 

@@ -70,8 +70,8 @@ MemoryLimit memory_limit(const boost::program_options::variables_map& vm);
 
 // The peak bytes one case needs (an estimate, erring high): the parent's problem and exact
 // reference with abs sums and its workspace; one trial child's problem, plan and outputs; the
-// `runs` outputs and the intermediates read back by the parent (runs = 0: no trial, only the
-// reference, as --inputs DIR --check does).
+// `runs` outputs, the configurations' outputs (stage configs) and the intermediates read back by the
+// parent (runs = 0: no trial, only the reference, as --inputs DIR --check does).
 struct MemoryEstimate {
   double reference = 0;  // parent: problem, G, U, |G|, |U| sums, C, reference workspace
   double trial = 0;      // child plus what the parent reads back from it
