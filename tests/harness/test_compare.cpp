@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compare.hpp"
+#include "decoded_case.hpp"
 #include "cpu/cpu_common.hpp"
 #include "distributions.hpp"
 #include "formats.hpp"
@@ -326,27 +327,8 @@ float exp_quadratic(float t) {
   return std::ldexp(1.0f + f * (0.6565f + 0.3435f * f), int(n));
 }
 
-struct Data {
-  Problem p;
-  ReferenceResult ref;
-  std::vector<float> a, b1, b2;  // decoded, (M, K) and (N, K), L = 1
-};
-
-Data make_data(const char* shape, const char* dist, uint64_t seed) {
-  Data d;
-  d.p = make_problem(Shape::parse(shape), dist, seed);
-  ReferenceOptions o;
-  o.abs_sums = true;
-  d.ref = compute_reference(d.p, o);
-  const Shape& s = d.p.shape;
-  d.a.resize(size_t(s.M * s.K));
-  d.b1.resize(size_t(s.N * s.K));
-  d.b2.resize(size_t(s.N * s.K));
-  cpu::decode_rows_f32(d.p.a.data(), d.p.sfa.data(), s.M, s.K, d.a.data());
-  cpu::decode_rows_f32(d.p.b1.data(), d.p.sfb1.data(), s.N, s.K, d.b1.data());
-  cpu::decode_rows_f32(d.p.b2.data(), d.p.sfb2.data(), s.N, s.K, d.b2.data());
-  return d;
-}
+using Data = test::DecodedCase;
+Data make_data(const char* shape, const char* dist, uint64_t seed) { return test::make_decoded_case(shape, dist, seed); }
 
 float dot(const float* x, const float* y, int64_t K, Acc acc) {
   float s = 0;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compare.hpp"
+#include "decoded_case.hpp"
 #include "cpu/cpu_common.hpp"
 #include "distributions.hpp"
 #include "formats.hpp"
@@ -24,26 +25,14 @@ using namespace nvfp4;
 
 namespace {
 
-struct Data {
-  Problem p;
-  ReferenceResult ref;
-  std::vector<float> a, b1, b2;  // decoded, (M, K) and (N, K), L = 1
-  std::vector<int64_t> perm;     // one random order of k
+struct Data : test::DecodedCase {
+  std::vector<int64_t> perm;  // one random order of k
 };
 
 Data make_data(const char* shape, const char* dist, uint64_t seed) {
   Data d;
-  d.p = make_problem(Shape::parse(shape), dist, seed);
-  ReferenceOptions o;
-  o.abs_sums = true;
-  d.ref = compute_reference(d.p, o);
+  static_cast<test::DecodedCase&>(d) = test::make_decoded_case(shape, dist, seed);
   const Shape& s = d.p.shape;
-  d.a.resize(size_t(s.M * s.K));
-  d.b1.resize(size_t(s.N * s.K));
-  d.b2.resize(size_t(s.N * s.K));
-  cpu::decode_rows_f32(d.p.a.data(), d.p.sfa.data(), s.M, s.K, d.a.data());
-  cpu::decode_rows_f32(d.p.b1.data(), d.p.sfb1.data(), s.N, s.K, d.b1.data());
-  cpu::decode_rows_f32(d.p.b2.data(), d.p.sfb2.data(), s.N, s.K, d.b2.data());
   d.perm.resize(size_t(s.K));
   std::iota(d.perm.begin(), d.perm.end(), 0);
   std::mt19937_64 rng(seed * 7919 + 1);
