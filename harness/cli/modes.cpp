@@ -76,8 +76,9 @@ const std::vector<Mode>& modes() {
          "the --json reports of one run's shards as one summary, exit code and report", {G::Outputs}},
         {"render", "report-html", "harness render REPORT.json ... [--html OUT] [--junit OUT]",
          "reports already written, as HTML or JUnit (runs nothing)", {G::Outputs}},
-        {"list", "list", "harness list", "backends (with availability here), optimizations, combinations, distributions",
-         {G::Paths}},
+        {"list", "list", "harness list [--shape S]",
+         "backends (with availability here), optimizations, combinations, configurations, distributions",
+         {G::Paths, G::Suite}},
     };
   }();
   return m;

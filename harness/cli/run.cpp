@@ -67,7 +67,31 @@ std::vector<std::string> backends_for(const Combo& combo, const std::vector<std:
   return out;
 }
 
-void print_list(std::ostream& os, Session& s) {
+// The configurations stage configs verifies, where the harness can compute them without a device:
+// the fused kernel's (gpu/fused/candidates.hpp). With no --shape, every class the selection rules
+// offer on a 132-SM device, each with the GPU suite's first shape that runs it; with --shape, the
+// configurations offered on each shape, the default marked. The plain path's are cuBLASLt's
+// heuristic algorithms, known only on the device; each trial records the one it ran.
+void print_configs(std::ostream& os, const std::vector<Shape>& shapes) {
+  if (shapes.empty()) {
+    std::vector<Shape> suite;
+    for (const auto& c : default_suite("gpu")) suite.push_back(c.shape);
+    const auto classes = config_classes(suite, kConfigSms);
+    os << "  configurations of fused (" << classes.size() << " classes on a " << kConfigSms
+       << "-SM device; each with the suite shape that runs it; --shape S lists a shape's):\n";
+    for (const auto& [cls, shape] : classes) os << "    " << cls << "  [" << shape.str() << "]\n";
+  } else {
+    for (const Shape& shape : shapes) {
+      os << "  configurations of fused on " << shape.str() << " (" << kConfigSms << " SMs):\n";
+      for (const auto& c : offered_configs(shape, kConfigSms))
+        os << "    " << c.config_class << (c.is_default ? "  (default)" : "") << "\n";
+    }
+  }
+  os << "  configurations of plain: cuBLASLt's heuristic algorithms for the shape, enumerated on the device "
+        "(stage configs runs each; every trial records the one it ran)\n";
+}
+
+void print_list(std::ostream& os, Session& s, const std::vector<Shape>& shapes) {
   const Registry& reg = Registry::instance();
   for (const auto* b : reg.backends()) {
     os << "backend " << b->name << ": " << b->summary << "\n";
@@ -84,6 +108,7 @@ void print_list(std::ostream& os, Session& s) {
     std::string combos;
     for (const auto& c : lattice_combos(b->name)) combos += (combos.empty() ? "" : ", ") + c.str();
     os << combos << "\n";
+    if (b->name == "gpu") print_configs(os, shapes);
   }
   os << "distributions: ";
   std::string d;
@@ -385,7 +410,9 @@ int run_mode(const po::variables_map& vm, const Mode& mode, const std::string& p
   if (m == "list") {
     Session quiet(s.opt, program, nullptr);
     for (const auto& [b, rep] : s.load_probes) quiet.adopt_probe(b, rep);
-    print_list(std::cout, quiet);
+    if (!s.filter.dists.empty() || s.filter.seed)
+      throw InputError("harness list takes --shape (the configurations offered on it), not --dist or --seed");
+    print_list(std::cout, quiet, s.filter.shapes);
     return 0;
   }
   if (m == "bench") {

@@ -82,6 +82,14 @@ std::map<std::string, Shape> config_classes(const std::vector<Shape>& shapes, in
   return out;
 }
 
+std::vector<OfferedConfig> offered_configs(const Shape& s, int sms) {
+  const auto cands = gpu::fused::candidates(s, sms);
+  const size_t def = gpu::fused::default_candidate(cands, s, sms);
+  std::vector<OfferedConfig> out;
+  for (size_t i = 0; i < cands.size(); ++i) out.push_back({gpu::fused::config_class(cands[i], s), i == def});
+  return out;
+}
+
 std::vector<Shape> config_grid(bool dense) {
   const std::vector<int64_t> ms = dense ? std::vector<int64_t>{1, 64, 128, 129, 192, 256, 300, 384, 512, 768, 1024}
                                         : std::vector<int64_t>{64, 256, 512};

@@ -54,5 +54,13 @@ std::map<std::string, Shape> config_classes(const std::vector<Shape>& shapes, in
 std::vector<Shape> config_grid(bool dense);
 // The shapes to add to `suite` so that every class the coarse grid offers is covered.
 std::vector<Shape> config_cover_shapes(const std::vector<CaseSpec>& suite);
+// The fused kernel's configurations offered on `s` for a device of `sms` SMs (the autotune
+// candidates; stage configs runs each), in candidate order: each one's class and whether it is the
+// one the plan runs without autotune (the default table).
+struct OfferedConfig {
+  std::string config_class;
+  bool is_default = false;
+};
+std::vector<OfferedConfig> offered_configs(const Shape& s, int sms);
 
 }  // namespace nvfp4

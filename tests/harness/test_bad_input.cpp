@@ -475,7 +475,7 @@ std::vector<Row> option_rows(Files& f) {
   opt({"check", "--inputs", good, "--verify", "plain"}, "two modes: check and --verify", "give one");
   opt({"bisect"}, "harness bisect needs COMBO", "");
   opt({"verify", "plain", "--bench-shapes", "1x1x16"}, "--bench-shapes", "not an option of harness verify");
-  opt({"list", "--shape", "1x1x16"}, "--shape", "not an option of harness list");
+  opt({"list", "--alpha", "1,1"}, "--alpha", "not an option of harness list");
   opt({"merge", out, "--backend", "cpu"}, "--backend", "not an option of harness merge");
   opt({"--shape", "1x1x16"}, "nothing to do", "harness --help");
   // Every output of every mode is checked before any work (a directory is not a file).

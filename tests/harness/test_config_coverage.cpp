@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpu/fused/candidates.hpp"
+#include "harness_cli.hpp"
 #include "suite.hpp"
 
 using namespace nvfp4;
@@ -42,4 +43,36 @@ TEST_CASE("config coverage: the classes that stand for code paths of their own a
   CHECK(has("stream-K, even K stages"));
   CHECK(has("int-decode"));
   CHECK(has("cvt-decode"));
+}
+
+TEST_CASE("config coverage: harness list names every configuration class with the suite shape that runs it") {
+  const auto r = harness_cli::run("list");
+  REQUIRE(r.rc == 0);
+  std::vector<Shape> suite_shapes;
+  for (const auto& c : default_suite("gpu")) suite_shapes.push_back(c.shape);
+  const auto covered = config_classes(suite_shapes, kConfigSms);
+  REQUIRE(!covered.empty());
+  for (const auto& [cls, shape] : covered) {
+    INFO(cls);
+    CHECK(r.out.find("    " + cls + "  [" + shape.str() + "]\n") != std::string::npos);
+  }
+  CHECK(r.out.find("configurations of plain") != std::string::npos);
+}
+
+TEST_CASE("config coverage: harness list --shape lists the configurations offered there, one the default") {
+  const Shape s{256, 96, 768, 1};
+  const auto r = harness_cli::run("list --shape " + s.str());
+  REQUIRE(r.rc == 0);
+  const auto offered = offered_configs(s, kConfigSms);
+  REQUIRE(offered.size() > 1);
+  int defaults = 0;
+  for (const auto& c : offered) {
+    INFO(c.config_class);
+    CHECK(r.out.find("    " + c.config_class + (c.is_default ? "  (default)" : "") + "\n") != std::string::npos);
+    defaults += c.is_default;
+  }
+  CHECK(defaults == 1);
+  const auto bad = harness_cli::run("list --dist normal");
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find("takes --shape") != std::string::npos);
 }
