@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""gate_margins.py — the statistical precision gate's false-alarm measurement (compare.hpp).
+"""gate_margins.py — the false-alarm measurement of the comparison's criteria (compare.hpp).
 
 Runs the REAL harness `--verify all` on the default suite once per seed (--seed S replaces every
 case's seed), reads each run's JSON and prints, per combination and per case, the smallest margin
-seen over all seeds and checked calls' reports:
-  margin          lambda / z*, z* the (limit+1)-th largest excess; < 1 fails; inf: at most `limit`
+of each criterion seen over all seeds (the report's checked call):
+  statistic       lambda / z*, z* the (limit+1)-th largest excess; < 1 fails; inf: at most `limit`
                   elements are off by more than one correct rounding at all
-  element margin  lambda / the largest excess (the single worst element; < 1 is allowed up to
+  element         lambda / the largest excess (the single worst element; < 1 is allowed up to
                   `limit` elements)
-and any trial that did not PASS. Exit status 1 when any trial failed (a false alarm on a correct path).
+  certificate     the exactness certificate's margin (docs/design.md §4.11)
+  mean square     the mean-square criterion's margin (§4.12)
+  direction       the rounding-direction criterion's margin (§4.13)
+(a margin < 1 fails; inf: nothing to measure) and any trial that did not PASS. Exit status 1 when any trial failed (a false alarm on a correct path).
 
   tools/gate_margins.py --harness build/harness/harness [--backend cpu] [--seeds 1-20] [--out DIR]
 """
@@ -47,10 +50,27 @@ def main():
     out = a.out or tempfile.mkdtemp(prefix="gate-margins-")
     os.makedirs(out, exist_ok=True)
 
-    by_combo = {}   # combo -> [min margin, min element margin, where, trials]
-    by_case = {}    # "shape dist" -> [min margin, min element margin]
+    cols = ["statistic", "element", "certificate", "mean square", "direction"]
+    by_combo = {}   # combo -> {"n": trials, column: [min margin, where]}
+    by_case = {}    # "shape dist" -> {"n": trials, column: [min margin, where]}
     failures = []
     seeds = seeds_of(a.seeds)
+
+    def margins(m):
+        def get(obj, field):
+            v = (m.get(obj) or {}).get(field)
+            return math.inf if v is None else v
+        return {"statistic": get("statistic", "margin"), "element": get("statistic", "element_margin"),
+                "certificate": get("certificate", "margin"), "mean square": get("mean_square", "margin"),
+                "direction": get("direction", "margin")}
+
+    def note(table, k, ms, where):
+        row = table.setdefault(k, {"n": 0, **{c: [math.inf, ""] for c in cols}})
+        row["n"] += 1
+        for c in cols:
+            if ms[c] < row[c][0]:
+                row[c] = [ms[c], where]
+
     for s in seeds:
         path = os.path.join(out, f"seed{s}.json")
         cmd = [a.harness, "--backend", a.backend, "--verify", a.verify, "--seed", str(s), "--json", path]
@@ -65,29 +85,24 @@ def main():
             case = f'{t["case"].get("shape")} {t["case"].get("dist")}'
             if t["outcome"] != "PASS":
                 failures.append(f'{t["outcome"]} {combo} {case} seed {s}: {t["message"]}')
-            st = t.get("metrics", {}).get("statistic")
-            if st is None:
+            m = t.get("metrics")
+            if not m or "statistic" not in m:
                 continue
-            m = math.inf if st["margin"] is None else st["margin"]
-            em = math.inf if st["element_margin"] is None else st["element_margin"]
-            c = by_combo.setdefault(combo, [math.inf, math.inf, "", 0])
-            c[3] += 1
-            if em < c[1]:
-                c[1], c[2] = em, f"{case} seed {s}"
-            c[0] = min(c[0], m)
-            k = by_case.setdefault(case, [math.inf, math.inf, 0])
-            k[0], k[1], k[2] = min(k[0], m), min(k[1], em), k[2] + 1
+            ms = margins(m)
+            note(by_combo, combo, ms, f"{case} seed {s}")
+            note(by_case, case, ms, f"seed {s}")
         print(f"seed {s}: exit {r.returncode}", file=sys.stderr)
 
-    print(f"Statistical gate margins, backend {a.backend}, seeds {a.seeds} ({len(seeds)} runs of --verify {a.verify})\n")
-    print("| combination | trials | smallest margin | smallest element margin | where |")
-    print("|---|---|---|---|---|")
-    for combo, (m, em, where, n) in by_combo.items():
-        print(f"| {combo} | {n} | {fmt(m)} | {fmt(em)} | {where} |")
-    print("\n| case (all combinations) | trials | smallest margin | smallest element margin |")
-    print("|---|---|---|---|")
-    for case, (m, em, n) in by_case.items():
-        print(f"| {case} | {n} | {fmt(m)} | {fmt(em)} |")
+    print(f"Criteria margins, backend {a.backend}, seeds {a.seeds} ({len(seeds)} runs of --verify {a.verify});"
+          " smallest over all trials, where in brackets\n")
+    for title, table in (("combination", by_combo), ("case (all combinations)", by_case)):
+        print(f"| {title} | trials | " + " | ".join(cols) + " |")
+        print("|---|---|" + "---|" * len(cols))
+        for k, row in table.items():
+            cells = [f"{fmt(row[c][0])}" + (f" ({row[c][1]})" if title == "combination" and row[c][1] else "")
+                     for c in cols]
+            print(f"| {k} | {row['n']} | " + " | ".join(cells) + " |")
+        print()
     print(f"\nnot PASS: {len(failures)}")
     for f in failures:
         print("  " + f)

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """kill_matrix.py — the planted-bug kill matrix (tests/planted/): runs the harness with the planted
-modules (NVFP4_PATHS_DIR=--paths, the folder tests/planted builds) once per planted bug (`--backend cpu --verify BUG --json`, on the default suite unless the bug needs other
+modules (NVFP4_PATHS_DIR=--paths, the folder tests/planted builds) once per planted bug of the cpu
+backend (`--backend cpu --verify BUG --json`, on the default suite unless the bug needs other
 inputs) and prints a markdown table from the JSON reports:
 
-  planted bug | harness verdict | caught by (trials failed by the bound / by the statistic alone)
-  | GPU MODE's rule (trials it fails)
+  planted bug | harness verdict | caught by (per criterion, the trials it failed first: bound,
+  certificate, statistic, mean_square, direction; a configuration of stage configs; another
+  outcome) | GPU MODE's rule (trials it fails)
+
+The bugs are the planted module's own list (`harness list`: every variant whose summary starts with
+"planted:"), so a new planted bug gets its row without an edit here.
 
 "caught by GPU MODE's rule" counts trials whose output fails |x-ref| <= 1e-3 + 1e-3|ref| (NaN/inf
 must match) on a case where the correct plain path passes that rule (run first as the baseline).
@@ -18,12 +23,19 @@ import subprocess
 import sys
 import tempfile
 
-BUGS = [
-    "bf16-intermediates", "fp16-intermediates", "fp16-accumulation", "dropped-block",
-    "truncating-lane", "silu-polynomial", "silu-wrong-gemm", "nibble-swap", "scale-per-32",
-    "e4m3fnuz-scales", "subnormal-scales-flushed", "nan-scale-as-number", "alpha-ignored",
-    "ragged-unwritten", "nondeterministic", "poison-only", "cached-result", "ignores-inputs",
-]
+CRITERIA = ["bound", "certificate", "statistic", "mean_square", "direction"]
+
+
+def planted_bugs(harness):
+    """The cpu backend's planted variants, as `harness list` names them."""
+    out = subprocess.run([harness, "list", "--backend", "cpu"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True).stdout
+    bugs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "(variant)" and parts[2] == "planted:":
+            bugs.append(parts[0])
+    return bugs
 # Every planted bug runs on the default suite (it has NaN and negative scales, alphas, ragged shapes).
 EXTRA = {}
 
@@ -55,30 +67,35 @@ def main():
     for extra in [[]] + list(EXTRA.values()):
         for t in run(harness, "plain", extra, out)["trials"]:
             baseline[key(t)] = t.get("metrics", {}).get("gpumode_check", {}).get("pass", True)
-    print("| planted bug | harness | caught by: bound / statistic alone (trials) | GPU MODE's rule (trials) |")
+    bugs = planted_bugs(harness)
+    if not bugs:
+        print("no planted bugs listed: is --paths the planted modules' folder?", file=sys.stderr)
+        return 2
+    print("| planted bug | harness | caught by (trials) | GPU MODE's rule (trials) |")
     print("|---|---|---|---|")
     caught_h = caught_g = 0
-    for bug in BUGS:
+    for bug in bugs:
         d = run(harness, bug, EXTRA.get(bug, []), out)
         trials = d["trials"]
-        bound = sum(1 for t in trials if t.get("metrics", {}).get("criterion") == "bound")
-        stat = sum(1 for t in trials if t.get("metrics", {}).get("criterion") == "statistic")
+        by = []
+        for crit in CRITERIA:
+            n = sum(1 for t in trials if t["outcome"] == "FAIL" and t.get("metrics", {}).get("criterion") == crit)
+            if n:
+                by.append(f"{crit} ({n})")
+        configs = sum(1 for t in trials if t["outcome"] == "FAIL" and t.get("configs", {}).get("failing"))
+        if configs:
+            by.append(f"stage configs ({configs})")
         other = sum(1 for t in trials if t["outcome"] not in ("PASS", "FAIL", "SKIP"))
+        if other:
+            by.append(f"other outcome ({other})")
         gm = sum(1 for t in trials if baseline.get(key(t), True)
                  and not t.get("metrics", {}).get("gpumode_check", {}).get("pass", True))
         verdict = "FAIL" if d["exit_code"] == 1 else f'not caught (exit {d["exit_code"]})'
         caught_h += d["exit_code"] == 1
         caught_g += gm > 0
-        by = []
-        if bound:
-            by.append(f"bound ({bound})")
-        if stat:
-            by.append(f"statistic ({stat})")
-        if other:
-            by.append(f"other outcome ({other})")
         print(f"| {bug} | {verdict} | {', '.join(by) or '-'} of {len(trials)} | "
               f"{'yes' if gm else 'no'} ({gm}) |")
-    print(f"\nharness: {caught_h} of {len(BUGS)} caught; GPU MODE's rule: {caught_g} of {len(BUGS)}")
+    print(f"\nharness: {caught_h} of {len(bugs)} caught; GPU MODE's rule: {caught_g} of {len(bugs)}")
     return 0
 
 
