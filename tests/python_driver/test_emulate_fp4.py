@@ -223,8 +223,8 @@ def torch_case(shape, dist, seed):
     return case, fp4[0], fp4[1].t(), fp4[2].t(), scales
 
 
-@needs_nd
 @needs_torch
+@needs_nd
 class TorchKernelTest(unittest.TestCase):
     """The registration on the CPU key: install() registers the same two kernels on CUDA."""
 
@@ -298,8 +298,8 @@ class TorchKernelTest(unittest.TestCase):
         self.assertTrue(report.ok, str(report))
 
 
-@needs_nd
 @needs_torch
+@needs_nd
 class TorchUninstallTest(unittest.TestCase):
     def test_uninstall_restores_the_original_kernel(self):
         _, a, b1, _, (sa, sb1, _) = torch_case("128x64x128", "normal", 15)
@@ -316,15 +316,16 @@ class TorchUninstallTest(unittest.TestCase):
         self.assertEqual(em.emulated_calls(), calls)
 
 
-@needs_nd
 @needs_torch
+@needs_nd
 class ExampleSubmissionTest(unittest.TestCase):
     """examples/gpumode_b200/submission.py on the CPU with the emulation on the CPU key, with data
     laid out as the submission driver builds it (batch-last views, the CuTe permuted scales)."""
 
     @classmethod
     def setUpClass(cls):
-        if "task" not in sys.modules:  # GPU MODE's task module, as the driver provides it
+        cls.own_task = "task" not in sys.modules
+        if cls.own_task:  # GPU MODE's task module, as the driver provides it
             task = type(sys)("task")
             task.input_t, task.output_t = tuple, object
             sys.modules["task"] = task
@@ -333,14 +334,23 @@ class ExampleSubmissionTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         em.uninstall()
+        if cls.own_task:
+            del sys.modules["task"]
 
     def load(self, toggles):
-        os.environ["NVFP4_TOGGLES"] = toggles
-        path = os.path.join(ROOT, "examples", "gpumode_b200", "submission.py")
-        spec = importlib.util.spec_from_file_location("gpumode_b200_submission_" + toggles.replace("-", "_"), path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        saved = os.environ.get("NVFP4_TOGGLES")
+        os.environ["NVFP4_TOGGLES"] = toggles  # read at import, as the driver hands it over
+        try:
+            path = os.path.join(ROOT, "examples", "gpumode_b200", "submission.py")
+            spec = importlib.util.spec_from_file_location("gpumode_b200_" + toggles.replace("-", "_"), path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        finally:
+            if saved is None:
+                del os.environ["NVFP4_TOGGLES"]
+            else:
+                os.environ["NVFP4_TOGGLES"] = saved
 
     def data(self, M, N, K, L, seed):
         case = [x.reshape((L,) + x.shape[-2:]) for x in nd.generate((M, N, K, L), "gpumode", seed)]

@@ -38,9 +38,10 @@ Numerics (docs/fp4-emulation.md says the same at length):
     B200 hardware accumulates in fp32 in its own order: its result may differ from this one by fp32
     accumulation error; this one is the exact product rounded once.
 
-Capture safety: the tables are created on every CUDA device at install time; a call does only tensor
-ops on its arguments' device (index_select, reshape, float64 matmul, casts): no host sync, no .item(),
-no host-to-device copy, no shape-dependent Python state.
+Capture safety: the tables are created on the current CUDA device at install time (on another device
+at its first call, which must not be inside a capture: no context is created on GPUs the process does
+not use); a call does only tensor ops on its arguments' device (index_select, reshape, float64 matmul,
+casts): no host sync, no .item(), no host-to-device copy, no value-dependent Python state.
 
 The layout conversion and the decode take numpy arrays or torch tensors alike (the same index math;
 scaled_mm_numpy is the numpy twin of the kernel), so CPU CI tests them without torch
@@ -231,7 +232,7 @@ def install(mode="auto"):
         return None
     if not torch.cuda.is_available() or (mode == "auto" and fp4_tensor_cores()):
         return None
-    _register("CUDA", [torch.device("cuda", i) for i in range(torch.cuda.device_count())])
+    _register("CUDA", [torch.device("cuda", torch.cuda.current_device())])
     major, minor = torch.cuda.get_device_capability()
     cores = "FP4 tensor cores not used" if major >= 10 else "no FP4 tensor cores"
     _state["notice"] = ("FP4 emulated on %s (compute capability %d.%d, %s): torch._scaled_mm on NVFP4 "
@@ -306,9 +307,8 @@ def _emulate(a, b, scale_a, scale_b, bias, out_dtype):
     tables = _state["tables"].get(str(a.device))
     if tables is None:
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError("emulate_fp4: no decode tables on %s (created at install for the devices "
-                               "seen then); creating them inside a CUDA graph capture is not allowed"
-                               % a.device)
+            raise RuntimeError("emulate_fp4: no decode tables on %s yet (install made them on the device "
+                               "current then); call once outside the CUDA graph capture first" % a.device)
         tables = _state["tables"][str(a.device)] = make_tables(a.device)
     _state["calls"] += 1
     u8 = torch.uint8
