@@ -46,7 +46,7 @@ def _import_optional(name, extra_dirs=()):
 nd = _import_optional("nvfp4_dual", (os.environ.get("NVFP4_PYTHON_DIR"), os.path.join(ROOT, "build", "python")))
 ml_dtypes = _import_optional("ml_dtypes")
 torch = _import_optional("torch")
-needs_nd = unittest.skipIf(nd is None, "nvfp4_dual not importable (build/python; NVFP4_PYTHON=ON tools/bootstrap.sh build)")
+needs_nd = unittest.skipIf(nd is None, "nvfp4_dual not importable (NVFP4_PYTHON=ON tools/bootstrap.sh build)")
 needs_torch = unittest.skipIf(torch is None, "torch not installed")
 
 # rows x scale columns: rows below, at and above 128; K/16 below 4, a multiple of 4, and not.
@@ -361,8 +361,8 @@ class ExampleSubmissionTest(unittest.TestCase):
         c = torch.zeros((L, M, N), dtype=torch.float16).permute(1, 2, 0)
         return case, tuple(fp4 + sf + perm + [c])
 
-    def test_plain_and_warmup(self):
-        for toggles in ("", "warmup-10"):
+    def test_toggles_without_cuda(self):
+        for toggles in ("", "warmup-10", "autotune-epilogue"):  # graph-cache and init-at-import need CUDA
             module = self.load(toggles)
             for M, N, K, L, seed in ((128, 64, 256, 1, 1), (96, 32, 128, 2, 2)):
                 case, data = self.data(M, N, K, L, seed)

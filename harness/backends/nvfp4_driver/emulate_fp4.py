@@ -178,7 +178,7 @@ def decode(packed, scales, tables):
 def _product(a, b_nk, scale_a, scale_b, tables):
     """The NVFP4 product as uint8 arrays: a (M, K/2), b_nk (N, K/2), blocked scales -> fp32 (M, N),
     the float64 dot products rounded once."""
-    blocks = a.shape[1] // 8
+    blocks = a.shape[1] // 8  # K/16 scale columns = (K/2 bytes) / 8
     dec_a = decode(a, blocked_to_plain(scale_a, a.shape[0], blocks), tables)
     dec_b = decode(b_nk, blocked_to_plain(scale_b, b_nk.shape[0], blocks), tables)
     return _cast(dec_a @ dec_b.T, "float32")
@@ -254,6 +254,10 @@ def _register(dispatch_key, devices):
     only key a machine without a GPU can exercise."""
     import warnings
     import torch
+    if installed():
+        raise RuntimeError("emulate_fp4: already registered (uninstall() first)")
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        raise RuntimeError("emulate_fp4: torch %s has no float4_e2m1fn_x2 dtype" % torch.__version__)
     get_kernel = getattr(torch.library, "get_kernel", None)
     if get_kernel is None:
         raise RuntimeError("emulate_fp4 needs torch.library.get_kernel (torch %s has none) to keep the "
