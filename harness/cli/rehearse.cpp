@@ -338,7 +338,8 @@ int rehearse_mode(const po::variables_map& vm, const std::string& command) {
             << p.task_file << (p.task_source.empty() ? "" : "; " + p.task_source) << "), "
             << (p.secret ? "secret seed " + std::to_string(*p.secret) : std::string("public seeds")) << "\n"
             << "  modes " << modes << ", one process each, in the evaluator's order; a mode that does not pass ends the "
-            << "rehearsal, as kernelbot ends a submission (run_eval.py:806-819)\n";
+            << "rehearsal, as kernelbot ends a submission (run_eval.py:806-819)\n"
+            << std::flush;  // a mode may take minutes: each report line goes out when known
   bool failed = false, passed = false;
   for (size_t i = 0; i < p.modes.size(); ++i) {
     const std::string& name = p.modes[i];
@@ -370,6 +371,7 @@ int rehearse_mode(const po::variables_map& vm, const std::string& command) {
         env, p.limit[mi], p.stage_budgets, dir);
     judge(m);
     print_rehearsal_mode(std::cout, m, p.limit_compile);
+    std::cout << std::flush;
     r.modes.push_back(m);
     passed |= m.verdict == "PASS";
     if (m.verdict != "PASS") {

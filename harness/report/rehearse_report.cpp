@@ -191,7 +191,7 @@ std::string outcome_text(const RehearsalChild& c) {
 void print_case(std::ostream& os, const json& c, bool emulated) {
   const std::string status = str(c, "status");
   char head[160];
-  std::snprintf(head, sizeof head, "  %-10s %-28s %-6s", case_name(c).c_str(), case_shape(c).c_str(),
+  std::snprintf(head, sizeof head, "  %-10s %-32s %-6s", case_name(c).c_str(), case_shape(c).c_str(),
                 status == "running" ? "KILLED" : status == "pass" ? "PASS" : "FAIL");
   os << head;
   const double first = num(c, "first_call_s");
@@ -281,7 +281,8 @@ void print_rehearsal_mode(std::ostream& os, const RehearsalMode& m, double compi
   const Breakdown b = breakdown(c, account);
   os << "  time: start " << fmt("%.2f", b.start) << " s, import " << fmt("%.2f", b.import) << " s";
   if (!account.value("cases", json::array()).empty()) {  // else it ended before its first case
-    os << ", first calls of " << b.first_shapes << " shapes " << fmt("%.2f", b.first) << " s, other calls "
+    os << ", first calls of " << b.first_shapes << (b.first_shapes == 1 ? " shape " : " shapes ") << fmt("%.2f", b.first)
+       << " s, other calls "
        << fmt("%.2f", b.other) << " s, ";
     if (m.name != "test") os << "timed repeats " << fmt("%.2f", b.timed) << " s (" << b.repeats << " repeats), ";
     os << "evaluator's work " << fmt("%.2f", b.evaluator()) << " s (data " << fmt("%.2f", b.data) << ", references "
