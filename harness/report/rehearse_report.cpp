@@ -126,12 +126,13 @@ std::string finished_text(const json& account) {
 }
 
 // Where the child was when it ended: the stage, and the case and step when in one.
-std::string where_text(const RehearsalChild& ch, const json& account) {
-  std::string s = "in stage " + ch.stage;
-  if (ch.stage == "load") s += " (the import of the submission";
-  else if (ch.stage == "setup") s += " (the interpreter's and the driver's start";
-  else s += " (";
-  s += (s.back() == '(' ? "" : "; ") + fmt("%.1f", ch.stage_elapsed_s) + " s in it)";
+// With `elapsed`, the seconds it had spent in that stage (for a child that was killed).
+std::string where_text(const RehearsalChild& ch, const json& account, bool elapsed = true) {
+  std::string s = "in stage " + ch.stage, what;
+  if (ch.stage == "load") what = "the import of the submission";
+  if (ch.stage == "setup") what = "the interpreter's and the driver's start";
+  if (elapsed) what += (what.empty() ? "" : "; ") + fmt("%.1f", ch.stage_elapsed_s) + " s in it";
+  if (!what.empty()) s += " (" + what + ")";
   if (const json* c = current_case(account))
     s += ", " + case_name(*c) + of_total(account, *c) + " (" + case_shape(*c) + "), " + step_text(*c);
   return s;
@@ -184,7 +185,7 @@ Breakdown breakdown(const RehearsalChild& ch, const json& account) {
 std::string outcome_text(const RehearsalChild& c) {
   if (c.outcome == Outcome::Pass) return "completed";
   if (c.outcome == Outcome::Timeout)
-    return "TIMEOUT at its " + fmt("%g", c.limit_s) + " s limit " + where_text(c, json::object());
+    return "TIMEOUT at its " + fmt("%g", c.limit_s) + " s limit " + where_text(c, json::object(), false);
   return std::string(outcome_name(c.outcome)) + ": " + c.message;
 }
 
@@ -245,7 +246,7 @@ void judge(RehearsalMode& m) {
     case Outcome::Crash:
     case Outcome::Error:
       m.verdict = "FAIL";
-      m.message = (c.outcome == Outcome::Crash ? "crashed: " : "") + c.message + " (" + where_text(c, account) + ")";
+      m.message = (c.outcome == Outcome::Crash ? "crashed: " : "") + c.message + "; " + where_text(c, account, false);
       return;
     case Outcome::Skip:
       m.verdict = "SKIP";
