@@ -19,6 +19,7 @@
 #include "errors.hpp"
 #include "modes.hpp"
 #include "outputs.hpp"
+#include "rehearse.hpp"
 #include "run.hpp"
 #include "trial.hpp"
 #include "user_file.hpp"
@@ -56,6 +57,7 @@ int run(int argc, char** argv) {
   const std::string m = mode.word;
   if (m == "merge") return cli::merge_mode(vm, command);
   if (m == "render") return cli::render_mode(vm);
+  if (m == "rehearse") return cli::rehearse_mode(vm, command);
   return cli::run_mode(vm, mode, argv[0], command);
 }
 

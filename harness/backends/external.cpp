@@ -181,7 +181,12 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
       for (const auto& s : st->items()) stages.push_back(parse_stage(s.str(), m.backend));
     m.optimizations.push_back({toggle, summary, stages});
   };
-  for (const auto& t : d.at("toggles").items()) add(t.str(), "the submission's own toggle");
+  for (const auto& t : d.at("toggles").items()) {
+    add(t.str(), "the submission's own toggle");
+    e.own_toggles.push_back(t.str());
+  }
+  const JsonValue* kernel = d.find("custom_kernel");
+  e.binds_kernel = !(kernel && kernel->is_bool() && !kernel->boolean());
   if (torch && torch_data)
     for (const auto& t : d.at("provided").items()) add(t.str(), "provided by the harness's driver");
   return {e, m};
@@ -271,7 +276,7 @@ std::vector<std::string> submission_child_args(const External& e, const TrialSpe
   std::vector<std::string> args = {e.python, e.driver, "run", "--fd", std::to_string(fd), "--dir", dir,
                                    "--submission", e.path, "--toggles", spec.combo.str(),
                                    "--warmup", std::to_string(spec.options.warmup),
-                                   "--runs", std::to_string(spec.options.runs)};
+                                   "--runs", std::to_string(spec.options.runs), "--emulate-fp4", e.emulate_fp4};
   if (spec.options.bench) {
     const TimingRule& t = spec.options.timing;
     auto num = [](double v) {

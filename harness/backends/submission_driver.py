@@ -13,10 +13,31 @@ Usage:
     submission_driver.py describe FILE.py
         One JSON line, without importing FILE.py: {"toggles": [...the submission's own...],
         "provided": [...], "stages": {toggle: [extra stages]}, "data": "torch"|"numpy",
-        "alphas": NVFP4_ALPHAS, "torch": whether torch is importable here}.
+        "alphas": NVFP4_ALPHAS, "torch": whether torch is importable here, "custom_kernel": whether
+        the module binds custom_kernel (null: cannot be told without running it)}.
     submission_driver.py run --fd FD --dir DIR --submission FILE.py [--toggles COMBO]
                              [--warmup N] [--runs R] [--bench [--bench-rse X] [--bench-max-time S]
-                             [--bench-min-reps N] [--bench-max-reps N]]
+                             [--bench-min-reps N] [--bench-max-reps N]] [--emulate-fp4 auto|on|off]
+    submission_driver.py task FILE.json
+        The task description checked (nvfp4_driver/rehearse.py load_task): one JSON line, or the
+        reason on stderr and exit 2.
+    submission_driver.py rehearse --fd FD --dir DIR --submission FILE.py --task FILE.json
+                                  --mode test|benchmark|leaderboard [--secret-seed N] [--toggles COMBO]
+                                  [--emulate-fp4 auto|on|off]
+        One of GPU MODE's evaluator modes (nvfp4_driver/rehearse.py), for `harness rehearse gpumode`:
+        stages setup, load (the import), then per case run (data, checked calls, check) and time
+        (the timed repeats), or warmup (a warm-up benchmark whose result the evaluator discards);
+        the mode's account in DIR/rehearse.json. Only the submission's own toggles: the evaluator
+        calls custom_kernel as the module defines it.
+    submission_driver.py compile-run --fd FD --submission FILE.py [--toggles COMBO] [--emulate-fp4 M]
+        kernelbot's "compile" run before each mode: the file run as a script (`python3
+        submission.py`, run_eval.py:737-764), in stage load.
+
+--emulate-fp4 (torch submissions): before the import, nvfp4_driver/emulate_fp4.py's install(MODE)
+puts an FP4 emulation of torch._scaled_mm in place when the device has no FP4 tensor cores (auto),
+always (on) or never (off); its notice is sent as a note, and the describe text (and the
+rehearsal's account) says "emulated FP4", so that no time measured under it passes for a B200's.
+Where that module is missing, auto and off run without it and on is an error.
 
 Stages of `run`, each timed between its enter and leave messages:
     setup    (the driver's own work) read the case, check the chosen toggles, the data kind
@@ -110,6 +131,7 @@ import os
 import sys
 import traceback
 import types
+from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nvfp4_driver.bench import time_stage  # noqa: E402
@@ -117,18 +139,24 @@ from nvfp4_driver.inputs import (ACTIVATIONS, Inputs, ReadBack, load_arrays, rea
                                  read_call_kind)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
                                    read_declarations)
+from nvfp4_driver import rehearse as evaluator  # noqa: E402
 
 del sys.path[0]
+
+
+def provide_task_module(folder):
+    """GPU MODE's `task` module (input_t, output_t), which submissions import, when `folder` has none."""
+    if "task" not in sys.modules and not os.path.exists(os.path.join(folder, "task.py")):
+        task = types.ModuleType("task")
+        task.input_t, task.output_t = tuple, object
+        sys.modules["task"] = task
 
 
 def import_submission(path):
     """Imports FILE.py as module `submission`; GPU MODE's `task` module is provided when absent."""
     folder = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, folder)
-    if "task" not in sys.modules and not os.path.exists(os.path.join(folder, "task.py")):
-        task = types.ModuleType("task")
-        task.input_t, task.output_t = tuple, object
-        sys.modules["task"] = task
+    provide_task_module(folder)
     spec = importlib.util.spec_from_file_location("submission", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
@@ -141,6 +169,19 @@ def import_submission(path):
     if not callable(kernel):
         raise TrialError("submission %s defines no custom_kernel(data)" % path)
     return kernel
+
+
+def install_emulation(mode):
+    """(notice or None, installed): nvfp4_driver.emulate_fp4.install(mode) when that module exists.
+    A missing module (or one that cannot be imported here) means no emulation: TrialError for "on"."""
+    try:
+        from nvfp4_driver import emulate_fp4
+    except ImportError as e:
+        if mode == "on":
+            raise TrialError("--emulate-fp4 on: the FP4 emulation is unavailable here (%s)" % e)
+        return None, False
+    notice = emulate_fp4.install(mode)
+    return notice, bool(emulate_fp4.installed())
 
 
 def folder_alphas(folder, takes_alphas):
@@ -166,7 +207,7 @@ def call_text(kind, folder):
 
 
 def run_trial(ch, args):
-    state = {}
+    state = {"emulated": False}
 
     def setup():
         decl = read_declarations(args.submission)
@@ -188,6 +229,9 @@ def run_trial(ch, args):
                 raise TrialSkip("the submission needs torch: %s" % e)
             if not torch.cuda.is_available():
                 raise TrialSkip("the submission needs a CUDA device; torch sees none")
+            notice, state["emulated"] = install_emulation(args.emulate_fp4)
+            if notice:
+                ch.send("note", notice)
         case = os.path.join(args.dir, "case")
         state.update(np=np, torch=torch, arrays=load_arrays(case, np, True), chosen=chosen, decl=decl,
                      alphas=folder_alphas(case, decl.alphas), own=[t for t in chosen if t in decl.toggles])
@@ -200,6 +244,7 @@ def run_trial(ch, args):
     np, torch, chosen, decl = state["np"], state["torch"], state["chosen"], state["decl"]
 
     os.environ["NVFP4_TOGGLES"] = "+".join(state["own"])
+    emulated = state["emulated"]
     kernel = ch.stage("load", lambda: import_submission(args.submission))
 
     def init():
@@ -212,9 +257,9 @@ def run_trial(ch, args):
 
     inputs, reader, fn = ch.stage("init", init)
     sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
-    ch.send("describe", "python submission %s (%s data%s), toggles %s"
+    ch.send("describe", "python submission %s (%s data%s%s), toggles %s"
             % (os.path.basename(args.submission), "torch" if torch is not None else "numpy",
-               ", alphas" if decl.alphas else "", "+".join(chosen) or "plain"))
+               ", alphas" if decl.alphas else "", ", emulated FP4" if emulated else "", "+".join(chosen) or "plain"))
 
     def calls(n):
         for _ in range(n):
@@ -303,6 +348,116 @@ def run_trial(ch, args):
     ch.stage("teardown", lambda: state.clear())
 
 
+def own_toggles(args, decl):
+    """The submission's own toggles of --toggles; the driver's provided ones are not the evaluator's."""
+    chosen = parse_combo(args.toggles)
+    bad = [t for t in chosen if t not in decl.toggles]
+    if bad:
+        raise TrialError("toggle %s is not the submission's own (it declares: %s); the evaluator calls custom_kernel "
+                         "as the module defines it" % (", ".join(bad), ", ".join(decl.toggles) or "none"))
+    return chosen
+
+
+def torch_for(decl):
+    """torch for a torch submission (TrialSkip when it or a CUDA device is missing); None for numpy data."""
+    if decl.data == "numpy":
+        return None
+    try:
+        import torch
+    except ImportError as e:
+        raise TrialSkip("the submission needs torch: %s" % e)
+    if not torch.cuda.is_available():
+        raise TrialSkip("the submission needs a CUDA device; torch sees none")
+    return torch
+
+
+def rehearse_mode(ch, args):
+    """One evaluator mode (nvfp4_driver/rehearse.py), its account in DIR/rehearse.json."""
+    record = evaluator.Record(os.path.join(args.dir, "rehearse.json"),
+                              {"mode": args.mode, "secret_seed": args.secret_seed, "stages_s": {}})
+    doc = record.doc
+
+    def stage(name, body):
+        t0 = _clock()
+        try:
+            return ch.stage(name, body)
+        finally:
+            doc["stages_s"][name] = doc["stages_s"].get(name, 0.0) + _clock() - t0
+
+    state = {}
+
+    def setup():
+        decl = read_declarations(args.submission)
+        state["own"] = own_toggles(args, decl)
+        state["task"] = evaluator.load_task(args.task)
+        doc["case_counts"] = {"tests": len(state["task"]["tests"]), "benchmarks": len(state["task"]["benchmarks"])}
+        import numpy as np
+        from nvfp4_driver import gpumode_data
+        torch = torch_for(decl)
+        doc.update(data=decl.data, emulated_fp4=False, emulation_notice=None)
+        if torch is None:
+            state["host"] = gpumode_data.NumpyHost(np)
+        else:
+            notice, doc["emulated_fp4"] = install_emulation(args.emulate_fp4)
+            doc["emulation_notice"] = notice
+            if notice:
+                ch.send("note", notice)
+            state["host"] = gpumode_data.TorchHost(np, torch)
+            doc["device"] = torch.cuda.get_device_name()
+        doc["clock"] = state["host"].clock
+        os.environ["NVFP4_TOGGLES"] = "+".join(state["own"])
+        os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"  # as eval_better_bench.py:11 sets it
+        record.save()
+
+    try:
+        stage("setup", setup)
+    except ValueError as e:  # the task file (the parent checks it first; here for a direct run)
+        raise TrialError(str(e))
+    kernel = stage("load", lambda: import_submission(args.submission))
+    ch.send("describe", "python submission %s (%s data%s), toggles %s, evaluator mode %s"
+            % (os.path.basename(args.submission), doc["data"], ", emulated FP4" if doc["emulated_fp4"] else "",
+               "+".join(state["own"]) or "plain", args.mode))
+    try:
+        evaluator.run_mode(args.mode, state["host"], kernel, state["task"], record, stage, args.secret_seed)
+    except evaluator.SubmissionError as e:  # its traceback is in the log already
+        raise TrialError(str(e))
+    ch.stage("teardown", lambda: None)
+
+
+def compile_run(ch, args):
+    """kernelbot's "compile" run: the submission executed as a script, in stage load."""
+    import runpy
+
+    def setup():
+        decl = read_declarations(args.submission)
+        os.environ["NVFP4_TOGGLES"] = "+".join(own_toggles(args, decl))
+        try:
+            torch = torch_for(decl)
+        except TrialSkip:
+            torch = None  # the script runs anyway: whatever it does is the evaluator's compile run
+        if torch is not None:
+            notice, _ = install_emulation(args.emulate_fp4)
+            if notice:
+                ch.send("note", notice)
+
+    ch.stage("setup", setup)
+    folder = os.path.dirname(os.path.abspath(args.submission))
+
+    def load():
+        sys.path.insert(0, folder)
+        provide_task_module(folder)
+        try:
+            runpy.run_path(args.submission, run_name="__main__")
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                raise TrialError("python3 %s exited with %s" % (args.submission, e.code))
+        except BaseException as e:
+            traceback.print_exc()
+            raise TrialError("python3 %s: %s: %s" % (args.submission, type(e).__name__, e))
+
+    ch.stage("load", load)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -320,7 +475,33 @@ def main(argv=None):
     r.add_argument("--bench-max-time", type=float, default=2.0)
     r.add_argument("--bench-min-reps", type=int, default=50)
     r.add_argument("--bench-max-reps", type=int, default=5000)
+    emulate = dict(choices=("auto", "on", "off"), default="auto")
+    r.add_argument("--emulate-fp4", **emulate)
+    t = sub.add_parser("task")
+    t.add_argument("file")
+    e = sub.add_parser("rehearse")
+    e.add_argument("--fd", type=int, required=True)
+    e.add_argument("--dir", required=True)
+    e.add_argument("--submission", required=True)
+    e.add_argument("--task", required=True)
+    e.add_argument("--mode", choices=evaluator.MODES, required=True)
+    e.add_argument("--secret-seed", type=int, default=None)
+    e.add_argument("--toggles", default="plain")
+    e.add_argument("--emulate-fp4", **emulate)
+    c = sub.add_parser("compile-run")
+    c.add_argument("--fd", type=int, required=True)
+    c.add_argument("--submission", required=True)
+    c.add_argument("--toggles", default="plain")
+    c.add_argument("--emulate-fp4", **emulate)
     args = parser.parse_args(argv)
+
+    if args.command == "task":
+        try:
+            print(json.dumps(evaluator.load_task(args.file)))
+        except ValueError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        return 0
 
     if args.command == "describe":
         try:
@@ -332,7 +513,7 @@ def main(argv=None):
         stages.update({t: [] for t in decl.toggles})
         torch = importlib.util.find_spec("torch") is not None  # importable, found without importing it
         print(json.dumps({"toggles": decl.toggles, "provided": sorted(PROVIDED), "stages": stages, "data": decl.data,
-                          "alphas": decl.alphas, "torch": torch}))
+                          "alphas": decl.alphas, "torch": torch, "custom_kernel": decl.kernel}))
         return 0
 
     try:
@@ -340,8 +521,9 @@ def main(argv=None):
     except OSError:
         pass
     ch = Channel(args.fd)
+    body = {"run": run_trial, "rehearse": rehearse_mode, "compile-run": compile_run}[args.command]
     try:
-        run_trial(ch, args)
+        body(ch, args)
         ch.send("done")
     except TrialSkip as e:
         ch.send("skip", str(e))

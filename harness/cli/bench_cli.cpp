@@ -86,6 +86,7 @@ double torch_compile_us(const std::string& shape) {
 // One row of the bench table and JSON: a bench trial, or an extra of the gpu module.
 struct Row {
   std::string backend, shape, combo, outcome = "PASS", message, describe, check;
+  bool emulated = false;  // a submission's torch._scaled_mm on FP4 ran in the driver's emulation
   int64_t max_ulp = -1, gpumode_mismatch = -1;
   std::vector<std::pair<std::string, double>> stages;  // seconds
   Timing t;
@@ -106,6 +107,7 @@ Row trial_row(const TrialResult& r) {
   row.message = r.message;
   if (r.outcome != Outcome::Pass && !r.stage.empty()) row.message = "stage " + r.stage + ": " + r.message;
   row.describe = r.describe;
+  row.emulated = r.describe.find("emulated FP4") != std::string::npos;  // submission_driver.py's describe
   for (const auto& s : r.stages)
     if (s.completed) row.stages.push_back({s.stage, s.seconds});
   if (r.compared) {
@@ -258,6 +260,7 @@ void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, co
                   fmt_or_dash("%.3f", r.stage("load")).c_str(), fmt_or_dash("%.3f", r.stage("init")).c_str(),
                   fmt_or_dash("%.3f", r.stage("tune")).c_str(), fmt_or_dash("%.3f", r.stage("warmup")).c_str());
     os << line;
+    if (r.emulated) os << "    emulated FP4: torch._scaled_mm on FP4 ran in the driver's emulation; not a B200's times\n";
     if (r.outcome != "PASS" && !r.message.empty()) os << "    " << r.outcome << ": " << r.message << "\n";
   }
 }
@@ -391,6 +394,7 @@ void write_bench_members(JsonWriter& j, Session& session, const TrialOptions& op
       j.key("outcome").value(r.outcome);
       j.key("message").value(r.message);
       j.key("describe").value(r.describe);
+      j.key("emulated_fp4").value(r.emulated);
       j.key("check").value(r.check);
       j.key("max_ulp").value(r.max_ulp);
       j.key("gpumode_mismatch").value(r.gpumode_mismatch);

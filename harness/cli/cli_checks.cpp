@@ -83,13 +83,13 @@ void check_tokens(const po::parsed_options& parsed) {
                               : !o.value.empty()         ? o.value.front()
                                                          : std::string();
       refuse("unexpected argument '" + tok +
-             "': a mode word comes first (harness verify|bisect|bench|check|merge|render|list ...), and every "
+             "': a mode word comes first (harness verify|bisect|bench|check|merge|render|list|rehearse ...), and every "
              "option takes one value; write lists with commas (--verify plain,fused; --shape 1x1x16,7x13x48)");
     }
     const std::string opt = "--" + o.string_key;
     for (const auto& v : o.value)
       if (blank(v)) refuse(opt + " needs a value (got an empty string)");
-    if (o.string_key == "seed" || o.string_key == "bench-seed")
+    if (o.string_key == "seed" || o.string_key == "bench-seed" || o.string_key == "secret-seed")
       for (const auto& v : o.value)
         if (!is_u64(v)) refuse(opt + " '" + v + "': expected an integer in [0, 2^64 - 1]");
   }

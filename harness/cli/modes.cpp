@@ -27,11 +27,13 @@ po::options_description mode_options() {
       ("bench", po::value<std::string>(), "harness bench COMBO[,COMBO...]")
       ("report-html", po::value<std::vector<std::string>>()->composing(), "harness render REPORT.json (repeatable)")
       ("merge", po::value<std::vector<std::string>>()->multitoken()->composing(), "harness merge A.json B.json ...");
+  // --rehearse EVALUATOR is in the rehearse group (rehearse.hpp), so that its mode table entry and
+  // options stay in one file.
   return o;
 }
 
-constexpr Group kAllGroups[] = {G::Paths,   G::Suite,   G::Alpha,  G::Shard,   G::Trials,  G::Memory,
-                                G::Workers, G::Budgets, G::Drills, G::CaseDir, G::Outputs, G::Bench};
+constexpr Group kAllGroups[] = {G::Paths,   G::Suite,   G::Alpha,  G::Shard,   G::Trials,  G::Memory, G::Workers,
+                                G::Budgets, G::Drills, G::CaseDir, G::Outputs, G::Bench,  G::Rehearse};
 
 // Which group each option belongs to (the mode options map to no group).
 const std::map<std::string, Group>& option_groups() {
@@ -79,6 +81,16 @@ const std::vector<Mode>& modes() {
         {"list", "list", "harness list [--shape S]",
          "backends (with availability here), optimizations, combinations, configurations, distributions",
          {G::Paths, G::Suite}},
+        {"rehearse", "rehearse", "harness rehearse gpumode --submission FILE.py",
+         "a Python submission run as GPU MODE's evaluator runs it, mode by mode under each mode's limit: pass, fail "
+         "or would time out, and where the time went",
+         {G::Paths, G::Rehearse, G::Budgets, G::Outputs},
+         "In a rehearsal: of the paths options only --submission (one) and --emulate-fp4 apply; of the budgets only\n"
+         "--budget-load, --budget-init (setup, teardown), --budget-warmup, --budget-run and --budget-time, each only\n"
+         "when given (the evaluator has no stage limits: by default a stage may use its mode's whole limit, and\n"
+         "--limit-MODE takes the place of --budget-trial); the report is --json.\n"
+         "exit codes: 0 every mode run passed, 1 one failed or would time out, 2 bad usage or a bad submission\n"
+         "(missing, a syntax error, no custom_kernel), 125 every mode SKIP (no torch or GPU for a torch submission)"},
     };
   }();
   return m;
@@ -106,10 +118,12 @@ std::vector<std::string> spell_mode_word(int argc, char** argv, std::string& wor
   if (m == "verify") {
     out.push_back("--verify");
     out.push_back(operand() ? args[i++] : "all");
-  } else if (m == "bisect" || m == "bench") {
+  } else if (m == "bisect" || m == "bench" || m == "rehearse") {
     if (!operand() && !(i < args.size() && (args[i] == "--help" || args[i] == "-h")))
-      throw InputError("harness " + m + " needs COMBO" + (m == "bench" ? "[,COMBO...]" : "") + " (e.g. harness " + m +
-                       " fused+graph)");
+      throw InputError(m == "rehearse" ? std::string("harness rehearse needs the evaluator's name (harness rehearse gpumode "
+                                                     "--submission FILE.py)")
+                                       : "harness " + m + " needs COMBO" + (m == "bench" ? "[,COMBO...]" : "") +
+                                             " (e.g. harness " + m + " fused+graph)");
     if (operand()) {
       out.push_back("--" + m);
       out.push_back(args[i++]);
@@ -181,6 +195,7 @@ void print_synopsis(std::ostream& os) {
 void print_mode_help(std::ostream& os, const Mode& m) {
   os << m.synopsis << "\n  " << m.summary << "\n";
   for (Group g : m.groups) os << "\n" << group_options(g);
+  if (m.note) os << "\n" << m.note << "\n";
 }
 
 }  // namespace nvfp4::cli

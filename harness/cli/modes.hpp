@@ -7,6 +7,7 @@
 //   harness merge A.json B.json ...           the reports of one run's shards as one
 //   harness render REPORT.json ... --html OUT | --junit OUT              reports already written
 //   harness list                              backends, optimizations, combinations, distributions
+//   harness rehearse gpumode --submission F   the submission run as GPU MODE's evaluator runs it (rehearse.hpp)
 // The older spellings stay: `--verify all`, `--bisect COMBO`, `--bench COMBO`, `--inputs DIR --check F`,
 // `--merge A B`, `--report-html R`, `--list`. Whatever the spelling, a command line names exactly one
 // mode, and every option it gives belongs to one of that mode's option groups (options.hpp); anything
@@ -27,6 +28,7 @@ struct Mode {
   const char* synopsis;  // one line of usage
   const char* summary;   // what it does
   std::vector<Group> groups;
+  const char* note = nullptr;  // printed after the groups in `harness WORD --help`, when set
 };
 const std::vector<Mode>& modes();
 const Mode& mode_named(const std::string& word);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "bench.hpp"
+#include "rehearse.hpp"
 #include "cases.hpp"
 #include "errors.hpp"
 
@@ -42,7 +43,11 @@ po::options_description group_options(Group g) {
            "LIB.so: a C-ABI plugin as backend plugin:NAME, loaded only in trial children (stage load); repeatable")
           ("submission", po::value<std::vector<std::string>>()->composing(),
            "FILE.py: a GPU MODE style Python submission, custom_kernel(data), as backend submission:NAME "
-           "(imported in stage load); repeatable");
+           "(imported in stage load); repeatable")
+          ("emulate-fp4", po::value<std::string>()->default_value("auto"),
+           "auto|on|off, with --submission (torch data): torch._scaled_mm on FP4 computed by the driver's emulation "
+           "where the GPU has no FP4 tensor cores (auto), always (on) or never (off); times under it are labelled "
+           "'emulated FP4'");
       return o;
     }
     case Group::Suite: {
@@ -144,6 +149,8 @@ po::options_description group_options(Group g) {
     }
     case Group::Bench:
       return bench_options();
+    case Group::Rehearse:
+      return rehearse_options();
   }
   throw std::logic_error("group_options: unknown group");
 }

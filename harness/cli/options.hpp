@@ -12,9 +12,13 @@
 
 namespace nvfp4::cli {
 
-enum class Group { Paths, Suite, Alpha, Shard, Trials, Memory, Workers, Budgets, Drills, CaseDir, Outputs, Bench };
+enum class Group {
+  Paths, Suite, Alpha, Shard, Trials, Memory, Workers, Budgets, Drills, CaseDir, Outputs, Bench,
+  Rehearse  // harness rehearse's own options (rehearse.hpp)
+};
 
-// The options of one group (the bench group lives in bench.hpp's bench_options()).
+// The options of one group (the bench group lives in bench.hpp's bench_options(), the rehearse group in
+// rehearse.hpp's rehearse_options()).
 boost::program_options::options_description group_options(Group g);
 
 // The trial options of the command line: counts, --fresh, budgets from kStages, autotune options.

@@ -27,6 +27,7 @@
 #include "merge.hpp"
 #include "modules.hpp"
 #include "outputs.hpp"
+#include "rehearse.hpp"
 #include "registry.hpp"
 #include "report.hpp"
 #include "shard.hpp"
@@ -134,9 +135,11 @@ struct Setup {
 // recorded once the session exists; the other backends still run.
 std::vector<std::string> register_outside(const po::variables_map& vm, Setup& s) {
   std::vector<std::string> external_backends;
+  const std::string emulate = emulate_fp4_option(vm);
   if (vm.count("submission"))
     for (const auto& path : vm["submission"].as<std::vector<std::string>>()) {
-      const auto [ext, manifest] = describe_submission(path);
+      auto [ext, manifest] = describe_submission(path);
+      ext.emulate_fp4 = emulate;
       if (s.opt.external(ext.backend)) throw InputError("--submission: two submissions are named " + ext.backend);
       register_manifest(manifest);
       s.opt.externals.push_back(ext);

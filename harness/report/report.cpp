@@ -58,7 +58,7 @@ std::string reproducer(const TrialSpec& t, const std::string& program) {
   if (!t.plugin.empty() || (ext && ext->kind == External::Plugin))
     cmd += " --plugin " + shell_quote(t.plugin.empty() ? ext->path : t.plugin);
   else if (ext)
-    cmd += " --submission " + shell_quote(ext->path);
+    cmd += " --submission " + shell_quote(ext->path) + (ext->emulate_fp4 != "auto" ? " --emulate-fp4 " + ext->emulate_fp4 : "");
   // A plugin that did not load has no backend name yet: its load alone reproduces the failure.
   if (t.plugin.empty()) cmd += " --backend " + t.backend;
   cmd += " --verify " + t.combo.str();

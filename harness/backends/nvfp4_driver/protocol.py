@@ -47,10 +47,52 @@ class Channel:
 class Declarations:
     """What a submission declares as module-level literals: toggles (NVFP4_TOGGLES), the kind of
     data it takes (NVFP4_DATA, "torch" or "numpy") and whether it takes the global scales
-    (NVFP4_ALPHAS = True: `data` gains alpha1 and alpha2)."""
+    (NVFP4_ALPHAS = True: `data` gains alpha1 and alpha2); and whether it binds custom_kernel at
+    module level (True, False, or None when a star import or dynamic binding leaves it open)."""
 
-    def __init__(self, toggles=(), data="torch", alphas=False):
-        self.toggles, self.data, self.alphas = list(toggles), data, alphas
+    def __init__(self, toggles=(), data="torch", alphas=False, kernel=None):
+        self.toggles, self.data, self.alphas, self.kernel = list(toggles), data, alphas, kernel
+
+
+def binds_custom_kernel(tree):
+    """Whether the module binds the name custom_kernel outside any function or class: a def, an
+    assignment, an import (statements nested in if/try/with/for/while count). None when it cannot
+    be told without running it (a star import, or globals()/setattr/exec anywhere)."""
+    name = "custom_kernel"
+    open_question = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            open_question = True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "globals", "setattr", "exec", "vars"):
+            open_question = True
+
+    def scan(body):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node.name == name:
+                    return True
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+                    return True
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                targets = [node.target]
+            for t in targets:
+                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                    return True
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list) and scan(inner):
+                    return True
+        return False
+
+    if scan(tree.body):
+        return True
+    return None if open_question else False
 
 
 def read_declarations(path):
@@ -63,7 +105,7 @@ def read_declarations(path):
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:
         raise TrialError("submission %s: syntax error at line %s: %s" % (path, e.lineno, e.msg))
-    d = Declarations()
+    d = Declarations(kernel=binds_custom_kernel(tree))
     for node in tree.body:
         if not isinstance(node, ast.Assign):
             continue
