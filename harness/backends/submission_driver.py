@@ -175,7 +175,7 @@ def install_emulation(mode):
     """(notice or None, installed): nvfp4_driver.emulate_fp4.install(mode) when that module exists.
     A missing module (or one that cannot be imported here) means no emulation: TrialError for "on"."""
     try:
-        from nvfp4_driver import emulate_fp4
+        emulate_fp4 = importlib.import_module("nvfp4_driver.emulate_fp4")
     except ImportError as e:
         if mode == "on":
             raise TrialError("--emulate-fp4 on: the FP4 emulation is unavailable here (%s)" % e)

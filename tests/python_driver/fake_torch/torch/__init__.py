@@ -139,6 +139,10 @@ class _Cuda:
     def is_available(self):
         return True
 
+    def get_device_capability(self, device=None):
+        # A device with FP4 tensor cores: the driver's FP4 emulation (auto) installs nothing here.
+        return (10, 0)
+
     def current_stream(self, device=None):
         return self.current
 
