@@ -3,7 +3,7 @@
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
 #   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifygpus bisect
-#                                   sanitizeharness submissions subbench bench benchbase
+#                                   sanitizeharness submissions subbench bench benchbase emulate rehearse
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
 #                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
 #                                   baseline with its own paths/, the same way: verifybase then compares
@@ -18,6 +18,8 @@
 #   NVFP4_VERIFY what `harness --verify` runs (default: all, the staged lattice on the suite)
 #   NVFP4_BENCH  combinations to bench (default: plain,graph,autotune+graph, plus the fused
 #                combinations when the harness lists a gpu `fused` optimization)
+#   NVFP4_GPUMODE_CHECKOUT  (emulate) a copy of gpu-mode/reference-kernels' problems/nvidia (carried,
+#                never committed): tools/gpumode_data_check.py compares the rehearsal's generator with it
 # Each step has its own time limit so one hang cannot eat the whole call; the exit code is 0
 # only when every step that ran passed.
 set -uo pipefail
@@ -183,6 +185,53 @@ for phase in "${phases[@]}"; do
           "$dist/base/harness" --bench "$combos" --bench-json "$out/bench-base.json"
       fi
       ;;
+    emulate)
+      # The FP4 emulation of torch._scaled_mm on this GPU (eager, compile, graph capture, fallback),
+      # and the rehearsal's data generator against GPU MODE's own when a copy of it was carried.
+      step "emulate_fp4_selftest" 300 "$out/emulate.log" python3 tools/emulate_fp4_selftest.py
+      if [ -n "${NVFP4_GPUMODE_CHECKOUT:-}" ] && [ -d "$NVFP4_GPUMODE_CHECKOUT" ]; then
+        step "gpumode_data_check" 120 "$out/emulate.log" python3 tools/gpumode_data_check.py "$NVFP4_GPUMODE_CHECKOUT"
+      fi
+      ;;
+    rehearse)
+      # GPU MODE's evaluator rehearsed (harness rehearse gpumode) on the origin story and on the
+      # B200-style example (under the FP4 emulation on a Hopper), each without and with the pair of
+      # toggles that breaks it (that run must end with exit 1), then the example's bisect: four
+      # jobs at once, one GPU each when the host has four (else they share GPU 0). Reports are
+      # packed into one archive (at most 8 files come back).
+      n=$(nvidia-smi -L 2>/dev/null | wc -l)
+      rdir="${TMPDIR:-/tmp}/rehearse"
+      mkdir -p "$rdir"
+      origin=examples/origin_story/submission.py b200=examples/gpumode_b200/submission.py
+      jobs=("origin-good $origin autotune-epilogue+init-at-import+warmup-10 0"
+            "origin-bad $origin autotune-epilogue+cuda-graph+init-at-import+warmup-10 1"
+            "b200-good $b200 graph-cache+init-at-import+warmup-10 0"
+            "b200-bad $b200 autotune-epilogue+graph-cache+init-at-import+warmup-10 1")
+      i=0
+      for j in "${jobs[@]}"; do
+        read -r name sub toggles want <<< "$j"
+        gpu=$(( n >= 4 ? i : 0 ))
+        (
+          export CUDA_VISIBLE_DEVICES=$gpu
+          step "rehearse $name ($toggles; exit $want wanted)" 560 "$rdir/$name.log" \
+            bash -c '"$@"; rc=$?; [ $rc -eq '"$want"' ] || { echo "exit $rc, wanted '"$want"'"; exit 1; }' _ \
+            "$dist/harness" rehearse gpumode --submission "$sub" --toggles "$toggles" --json "$rdir/$name.json"
+          if [ "$name" = b200-bad ]; then
+            step "bisect b200 example (emulated FP4)" 400 "$rdir/$name.log" \
+              "$dist/harness" bisect "$toggles" --submission "$sub" --shape 256x4096x7168 --dist gpumode \
+              --seed 1111 --budget-load 120 --budget-init 120 --json "$rdir/bisect-b200.json"
+          fi
+        ) &
+        i=$((i + 1))
+      done
+      wait
+      for j in "${jobs[@]}"; do
+        read -r name _ <<< "$j"
+        cat "$rdir/$name.log" >> "$out/rehearse.log"
+      done
+      grep -q "FAIL\|TIMEOUT" "$summary.rows" && status=1
+      tar -czf "$out/rehearse-json.tar.gz" -C "$rdir" $(cd "$rdir" && ls *.json 2>/dev/null)
+      ;;
     *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
 done
@@ -192,7 +241,7 @@ done
   echo
   echo "step                                         verdict       time"
   cat "$summary.rows"
-  for v in verify verify-trial verify-base verify-gpus bisect sanitize-harness submissions subbench; do
+  for v in verify verify-trial verify-base verify-gpus bisect sanitize-harness submissions subbench emulate; do
     if [ -f "$out/$v.log" ]; then
       echo
       echo "--- $v (tail)"
@@ -206,6 +255,11 @@ done
       sed -n '/^Summary/,$p' "$out/$b.log"
     fi
   done
+  if [ -f "$out/rehearse.log" ]; then
+    echo
+    echo "--- rehearse (results and verdicts)"
+    grep -E "^(test|benchmark|leaderboard) |^result:|culprit|why:|^=== " "$out/rehearse.log"
+  fi
   if [ -f "$out/sanitize.log" ]; then
     echo
     echo "--- sanitizer error summaries"
