@@ -207,6 +207,11 @@ for phase in "${phases[@]}"; do
             "origin-bad $origin autotune-epilogue+cuda-graph+init-at-import+warmup-10 1"
             "b200-good $b200 graph-cache+init-at-import+warmup-10 0"
             "b200-bad $b200 autotune-epilogue+graph-cache+init-at-import+warmup-10 1")
+      if [ -n "${NVFP4_REHEARSE_ONLY:-}" ]; then  # e.g. "origin-good b200-good"
+        keep=()
+        for j in "${jobs[@]}"; do [[ " $NVFP4_REHEARSE_ONLY " == *" ${j%% *} "* ]] && keep+=("$j"); done
+        jobs=("${keep[@]}")
+      fi
       i=0
       for j in "${jobs[@]}"; do
         read -r name sub toggles want <<< "$j"
@@ -217,7 +222,9 @@ for phase in "${phases[@]}"; do
             bash -c '"$@"; rc=$?; [ $rc -eq '"$want"' ] || { echo "exit $rc, wanted '"$want"'"; exit 1; }' _ \
             "$dist/harness" rehearse gpumode --submission "$sub" --toggles "$toggles" --json "$rdir/$name.json"
           if [ "$name" = b200-bad ]; then
-            step "bisect b200 example (emulated FP4)" 400 "$rdir/$name.log" \
+            # A bisect that finds the culprit exits 1.
+            step "bisect b200 example (emulated FP4; exit 1 wanted)" 400 "$rdir/$name.log" \
+              bash -c '"$@"; rc=$?; [ $rc -eq 1 ] || { echo "exit $rc, wanted 1"; exit 1; }' _ \
               "$dist/harness" bisect "$toggles" --submission "$sub" --shape 256x4096x7168 --dist gpumode \
               --seed 1111 --budget-load 120 --budget-init 120 --json "$rdir/bisect-b200.json"
           fi

@@ -184,6 +184,13 @@ def install_emulation(mode):
     return notice, bool(emulate_fp4.installed())
 
 
+def emulation_used():
+    """Whether the installed emulation has run a call (a submission that never calls
+    torch._scaled_mm on FP4, e.g. one that decodes FP4 itself, was timed on its own kernels)."""
+    module = sys.modules.get("nvfp4_driver.emulate_fp4")
+    return bool(module is not None and module.installed() and module.emulated_calls() > 0)
+
+
 def folder_alphas(folder, takes_alphas):
     """The alphas of the input set in `folder` for a submission that takes them, else None (and a
     set with alphas other than 1 cannot be handed to it)."""
@@ -257,9 +264,12 @@ def run_trial(ch, args):
 
     inputs, reader, fn = ch.stage("init", init)
     sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
-    ch.send("describe", "python submission %s (%s data%s%s), toggles %s"
-            % (os.path.basename(args.submission), "torch" if torch is not None else "numpy",
-               ", alphas" if decl.alphas else "", ", emulated FP4" if emulated else "", "+".join(chosen) or "plain"))
+    def describe(emulated):
+        ch.send("describe", "python submission %s (%s data%s%s), toggles %s"
+                % (os.path.basename(args.submission), "torch" if torch is not None else "numpy",
+                   ", alphas" if decl.alphas else "", ", emulated FP4" if emulated else "",
+                   "+".join(chosen) or "plain"))
+    describe(emulated)
 
     def calls(n):
         for _ in range(n):
@@ -345,6 +355,8 @@ def run_trial(ch, args):
     if args.bench:
         ch.stage("time", lambda: time_stage(ch, args, inputs, call, reader, np, torch,
                                             lambda folder: folder_alphas(folder, decl.alphas), write_timed))
+    if emulated:  # the last description holds: labelled emulated only where the emulation ran
+        describe(emulation_used())
     ch.stage("teardown", lambda: state.clear())
 
 
@@ -421,6 +433,11 @@ def rehearse_mode(ch, args):
         evaluator.run_mode(args.mode, state["host"], kernel, state["task"], record, stage, args.secret_seed)
     except evaluator.SubmissionError as e:  # its traceback is in the log already
         raise TrialError(str(e))
+    finally:
+        # Labelled emulated only where the emulation ran (a mode cut short keeps the label it had).
+        if doc["emulated_fp4"]:
+            doc["emulated_fp4"] = emulation_used()
+            record.save()
     ch.stage("teardown", lambda: None)
 
 

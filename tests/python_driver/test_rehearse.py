@@ -502,6 +502,20 @@ class EmulationHookTest(unittest.TestCase):
             self.driver.install_emulation("on")
         self.assertIn("--emulate-fp4 on: the FP4 emulation is unavailable here", str(e.exception))
 
+    def test_labelled_emulated_only_where_the_emulation_ran(self):
+        fake = types.ModuleType("nvfp4_driver.emulate_fp4")
+        state = {"installed": True, "calls": 0}
+        fake.installed = lambda: state["installed"]
+        fake.emulated_calls = lambda: state["calls"]
+        sys.modules["nvfp4_driver.emulate_fp4"] = fake
+        self.assertFalse(self.driver.emulation_used())  # installed, never called: its own kernels
+        state["calls"] = 3
+        self.assertTrue(self.driver.emulation_used())
+        state["installed"] = False
+        self.assertFalse(self.driver.emulation_used())
+        sys.modules.pop("nvfp4_driver.emulate_fp4")
+        self.assertFalse(self.driver.emulation_used())
+
 
 if __name__ == "__main__":
     unittest.main()

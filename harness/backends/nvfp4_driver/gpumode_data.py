@@ -267,12 +267,24 @@ class TorchHost:
 
     def _clear_l2(self):
         t = self.torch
-        if self.slabs is None:
-            free, _ = t.cuda.mem_get_info()
-            room = (free - (2 << 30)) // SLAB_BYTES
-            self.slabs = int(max(64, min(EVALUATOR_L2_SLABS, room)))
-        dummy = t.randn((self.slabs, 1024, 1024), device="cuda")
-        del dummy
+        # The size is chosen from the device's free memory at the first clear. Later, the caching
+        # allocator may carve the next data objects out of the freed clear tensor's block, so the
+        # same size no longer fits: then the cached blocks go back to the driver and the size is
+        # chosen again (the evaluator, on a device of 180 GB, never meets this).
+        for attempt in range(2):
+            if self.slabs is None:
+                free, _ = t.cuda.mem_get_info()
+                room = (free - (2 << 30)) // SLAB_BYTES
+                self.slabs = int(max(64, min(EVALUATOR_L2_SLABS, room)))
+            try:
+                dummy = t.randn((self.slabs, 1024, 1024), device="cuda")
+                del dummy
+                return
+            except t.cuda.OutOfMemoryError:
+                if attempt:
+                    raise
+                t.cuda.empty_cache()
+                self.slabs = None
 
     def timed(self, body):
         """(seconds of body's region, seconds of the L2 clear before it, body's result), as the
