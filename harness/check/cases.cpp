@@ -172,15 +172,21 @@ std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem
 
 std::shared_ptr<const CaseInfo> ReferenceCache::analyse(const CaseSpec& spec, const Problem& p, int set,
                                                         InputSet mode, int threads) {
-  if (!store_) return analyse_case(spec, p, set, mode, threads);
   const auto t0 = std::chrono::steady_clock::now();
   const Hash128 key = reference_key(p);
   ReferenceResult ref;
-  const ReferenceStore::Lookup found = store_->load(key, p, ref);
-  if (found == ReferenceStore::Lookup::Hit) return case_info(spec, p, set, mode, std::move(ref), seconds_since(t0));
-  auto info = analyse_case(spec, p, set, mode, threads);
-  store_->note_computed(found);
-  store_->save(key, p, info->ref);  // a failure is counted; the run goes on without the entry
+  const ReferenceStore::Lookup found = store_ ? store_->load(key, p, ref) : ReferenceStore::Lookup::Absent;
+  std::shared_ptr<const CaseInfo> info;
+  if (found == ReferenceStore::Lookup::Hit) {
+    info = case_info(spec, p, set, mode, std::move(ref), seconds_since(t0));
+  } else {
+    info = analyse_case(spec, p, set, mode, threads);
+    if (store_) {
+      store_->note_computed(found);
+      store_->save(key, p, info->ref);  // a failure is counted; the run goes on without the entry
+    }
+  }
+  std::const_pointer_cast<CaseInfo>(info)->key = key;  // still this function's own object
   return info;
 }
 

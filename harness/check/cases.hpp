@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "comparison_memo.hpp"
 #include "compare.hpp"
 #include "problem.hpp"
 #include "reference.hpp"
@@ -90,6 +91,9 @@ struct CaseInfo {
   Degeneracy degeneracy;
   std::vector<std::string> warnings;      // suspicious scale bytes
   double reference_seconds = 0;
+  // reference_key of this set's problem (reference_store.hpp), for the store and the comparison
+  // memo; zero when not known (analyse_case alone does not compute it).
+  Hash128 key;
   size_t bytes() const;
   // A copy with the case's names, flags and shape but none of the reference arrays (for summaries).
   std::shared_ptr<const CaseInfo> light() const;
@@ -131,6 +135,12 @@ class ReferenceCache {
   // (nullptr: none). Set before the first get() or prefetch().
   void set_store(std::shared_ptr<ReferenceStore> store) { store_ = std::move(store); }
   const ReferenceStore* store() const { return store_.get(); }
+  // compare_output of `got` against `info`'s reference, remembered (comparison_memo.hpp): an output
+  // already compared against the same reference is not scanned again.
+  Comparison compare(const CaseInfo& info, const uint16_t* got, int call, int threads = 0) {
+    return memo_.compare(info, got, call, threads);
+  }
+  const ComparisonMemo& memo() const { return memo_; }
 
  private:
   std::shared_ptr<const CaseInfo> find(const CaseSpec& spec, int set, InputSet mode);  // under mu_
@@ -139,6 +149,7 @@ class ReferenceCache {
   std::shared_ptr<const CaseInfo> analyse(const CaseSpec& spec, const Problem& p, int set, InputSet mode,
                                           int threads);
   std::shared_ptr<ReferenceStore> store_;
+  ComparisonMemo memo_;
   std::mutex mu_;
   size_t max_bytes_, bytes_ = 0;
   int computed_ = 0;

@@ -355,6 +355,10 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     j.key("enabled").value(false);
   }
   j.end_object();
+  // Output comparisons scanned, and those served by the memo (comparison_memo.hpp).
+  j.key("comparisons").begin_object();
+  j.key("scanned").value(s.cache().memo().scanned()).key("reused").value(s.cache().memo().reused());
+  j.end_object();
   j.key("options").begin_object();
   j.key("warmup").value(o.warmup).key("runs").value(o.runs);
   j.key("fresh").value(input_set_name(o.fresh));
