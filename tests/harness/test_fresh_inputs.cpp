@@ -11,6 +11,7 @@
 // binary is started by doctest's main like any run of it, and a listener hands it to child_main
 // before any test runs (after static initialization, so every registration is in place).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -488,6 +489,18 @@ TEST_CASE("input store: a stored set reads back byte for byte; another case's or
   const std::string path = stored_set_path(dir, c, 0, InputSet::Activations);
   fs::resize_file(path, fs::file_size(path) - 1);
   CHECK_FALSE(read_stored_set(dir, c, 0, InputSet::Activations, p));
+  // One byte too many, an empty file and a FIFO under the set's name are refused too (the FIFO
+  // without blocking: the reader maps only regular files).
+  store.put(c, 1, InputSet::Activations, make_input_set(c, base, 1, InputSet::Activations));
+  const std::string one = stored_set_path(dir, c, 1, InputSet::Activations);
+  REQUIRE(read_stored_set(dir, c, 1, InputSet::Activations, p));
+  fs::resize_file(one, fs::file_size(one) + 1);
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::Activations, p));
+  fs::resize_file(one, 0);
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::Activations, p));
+  fs::remove(one);
+  REQUIRE(::mkfifo(one.c_str(), 0600) == 0);
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::Activations, p));
   // Over the byte budget nothing is written (the children then generate the sets).
   InputStore tiny(harness_cli::temp_dir() + "/tiny", 100);
   tiny.put(c, 0, InputSet::Activations, base);
