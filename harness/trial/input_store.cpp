@@ -1,7 +1,10 @@
 // input_store.cpp — the parent's input sets for trial children (input_store.hpp).
 //
-// File: "NVFP4SET1\n", the key (u32 length, bytes: case name, set, mode), shape L M N K (4 x i64),
-// alpha1 alpha2 (2 x f32), then a, b1, b2, sfa, sfb1, sfb2, each as u64 length and bytes. Native
+// File: "NVFP4SET2\n", the key (u32 length, bytes: case name, set, mode), shape L M N K (4 x i64),
+// alpha1 alpha2 (2 x f32), then a, b1, b2, sfa, sfb1, sfb2, each as u64 length and bytes. A set
+// k > 0 in mode activations holds set 0's weights (cases.hpp): its file stores b1, b2, sfb1, sfb2
+// with length 0 and the reader takes them from set 0 (a quarter of the bytes for the GPU MODE
+// shapes, written by the parent and read by every trial of the case). Native
 // byte order: the file never leaves the machine (parent and child are the same binary). The child
 // maps the file (read_stored_set) and takes it only when every field matches its own spec and the
 // file ends exactly after the last array.
@@ -20,7 +23,10 @@
 namespace nvfp4 {
 
 namespace {
-constexpr char kMagic[] = "NVFP4SET1\n";
+constexpr char kMagic[] = "NVFP4SET2\n";
+
+// Whether the file of this set leaves the weights out (they are set 0's).
+bool weights_shared(int set, InputSet mode) { return set > 0 && mode == InputSet::Activations; }
 
 std::string key_of(const CaseSpec& c, int set, InputSet mode) {
   return c.name() + "|set " + std::to_string(set) + "|" + (set == 0 ? "case" : input_set_name(mode));
@@ -47,7 +53,9 @@ InputStore::InputStore(std::string dir, size_t max_bytes) : dir_(std::move(dir))
 
 void InputStore::put(const CaseSpec& c, int set, InputSet mode, const Problem& p) {
   if (dir_.empty() || c.from_dir()) return;
-  const size_t size = p.a.size() + p.b1.size() + p.b2.size() + p.sfa.size() + p.sfb1.size() + p.sfb2.size();
+  const bool shared = weights_shared(set, mode);
+  const size_t size =
+      p.a.size() + p.sfa.size() + (shared ? 0 : p.b1.size() + p.b2.size() + p.sfb1.size() + p.sfb2.size());
   if (bytes_.fetch_add(size) + size > max_bytes_) {
     bytes_.fetch_sub(size);
     return;
@@ -73,8 +81,9 @@ void InputStore::put(const CaseSpec& c, int set, InputSet mode, const Problem& p
             write_all(f, key.data(), key.size()) && write_all(f, dims, sizeof dims) &&
             write_all(f, alphas, sizeof alphas);
   for (const auto* v : {&p.a, &p.b1, &p.b2, &p.sfa, &p.sfb1, &p.sfb2}) {
-    const uint64_t n = v->size();
-    ok = ok && write_all(f, &n, sizeof n) && write_all(f, v->data(), v->size());
+    const bool weight = v != &p.a && v != &p.sfa;
+    const uint64_t n = shared && weight ? 0 : v->size();
+    ok = ok && write_all(f, &n, sizeof n) && write_all(f, v->data(), size_t(n));
   }
   ok = std::fclose(f) == 0 && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -83,8 +92,16 @@ void InputStore::put(const CaseSpec& c, int set, InputSet mode, const Problem& p
   }
 }
 
-bool read_stored_set(const std::string& dir, const CaseSpec& c, int set, InputSet mode, Problem& p) {
+bool read_stored_set(const std::string& dir, const CaseSpec& c, int set, InputSet mode, Problem& p,
+                     const Problem* base) {
   if (dir.empty() || c.from_dir()) return false;
+  const bool shared = weights_shared(set, mode);
+  Problem own_base;
+  if (shared && !base) {  // the weights come from set 0: the caller's, else the store's
+    if (!read_stored_set(dir, c, 0, InputSet::Activations, own_base)) return false;
+    base = &own_base;
+  }
+  if (shared && !(base->shape == c.shape)) return false;
   // Memory-mapped: the header is checked in place and each array copied once, straight from the
   // page cache into its vector (a stream would zero-fill the vectors first, then copy through read).
   const int fd = ::open(stored_set_path(dir, c, set, mode).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -119,11 +136,17 @@ bool read_stored_set(const std::string& dir, const CaseSpec& c, int set, InputSe
                             c.shape.sfa_bytes(), c.shape.sfb_bytes(), c.shape.sfb_bytes()};
   int i = 0;
   for (auto* v : {&q.a, &q.b1, &q.b2, &q.sfa, &q.sfb1, &q.sfb2}) {
+    const bool weight = v != &q.a && v != &q.sfa;
+    const uint64_t want_n = shared && weight ? 0 : uint64_t(sizes[i]);
+    ++i;
     uint64_t n = 0;
-    ok = ok && take(&n, sizeof n) && n == uint64_t(sizes[i++]) && size_t(end - at) >= n;
+    ok = ok && take(&n, sizeof n) && n == want_n && size_t(end - at) >= n;
     if (!ok) break;
     v->assign(at, at + n);
     at += n;
+  }
+  if (ok && shared) {
+    q.b1 = base->b1, q.b2 = base->b2, q.sfb1 = base->sfb1, q.sfb2 = base->sfb2;
   }
   ok = ok && at == end;  // nothing after the last array
   ::munmap(map, size_t(st.st_size));
