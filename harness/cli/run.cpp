@@ -193,7 +193,6 @@ Setup prepare(const po::variables_map& vm, const Mode& mode) {
   check_paths(vm);
   Setup s;
   s.opt = trial_options(vm);
-  if (std::string(mode.word) != "list") s.opt.reference_cache = reference_cache_dir(vm);
   s.filter = suite_filter(vm);
   if (vm.count("alpha")) {
     try {
@@ -205,6 +204,8 @@ Setup prepare(const po::variables_map& vm, const Mode& mode) {
   const std::string m = mode.word;
   s.explicit_backend = !vm["backend"].defaulted();
   s.path_mode = m != "check" || s.explicit_backend;
+  // Only runs of paths keep references (check computes one, list none).
+  if (s.path_mode && m != "list") s.opt.reference_cache = reference_cache_dir(vm);
   const std::vector<std::string> external_backends = register_outside(vm, s);
   const bool only_external = !s.explicit_backend && (vm.count("plugin") || vm.count("submission"));
   const ModuleDir modules = module_dir();

@@ -355,6 +355,10 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
     j.key("enabled").value(false);
   }
   j.end_object();
+  // The parent's own time (lattice.hpp Session::ParentTimes).
+  j.key("parent_s").begin_object();
+  j.key("references").value(s.parent_times().references).key("evaluation").value(s.parent_times().evaluation);
+  j.end_object();
   // Output comparisons scanned, and those served by the memo (comparison_memo.hpp).
   j.key("comparisons").begin_object();
   j.key("scanned").value(s.cache().memo().scanned()).key("reused").value(s.cache().memo().reused());
