@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,6 +77,10 @@ void expected_counts(const Shape& s, uint64_t out[kArrays]) {
   const uint64_t e[kArrays] = {mn, mn, mn, mn, mn, am, bn, bn, am * kb, bn * kb, bn * kb};
   std::copy(e, e + kArrays, out);
 }
+
+// Every array of the payload is padded with zeros to a multiple of 8 bytes (each starts aligned).
+constexpr uint64_t padded(uint64_t bytes) { return (bytes + 7) / 8 * 8; }
+constexpr char kZeros[8] = {};
 
 bool read_full(int fd, void* p, size_t n) {
   auto* c = static_cast<char*>(p);
@@ -211,29 +216,41 @@ ReferenceStore::Lookup ReferenceStore::load(const Hash128& key, const Problem& p
   for_each_array(out, [&](auto& v) {
     const uint64_t n = h.counts[index];
     counts_ok = counts_ok && (n == want[index] || (index >= 5 && n == 0));
-    payload += n * sizeof(v[0]);
+    if (counts_ok) payload += padded(n * sizeof(v[0]));  // sizes bounded by the shape: no overflow
     ++index;
   });
   if (!counts_ok) return bad("array sizes do not match the shape");
   if (uint64_t(st.st_size) != sizeof h + payload)
     return bad("truncated or extended: " + std::to_string(st.st_size) + " bytes, the header implies " +
                std::to_string(sizeof h + payload));
+  // The payload, mapped: checked in place, then each array copied once into its vector (reading
+  // would zero-fill the vectors first). The file's size was checked against the header above.
+  void* map = payload ? ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : nullptr;
+  if (map == MAP_FAILED) return bad(std::string("cannot map: ") + std::strerror(errno));
+  struct Unmap {
+    void* p;
+    size_t n;
+    ~Unmap() {
+      if (p) ::munmap(p, n);
+    }
+  } unmap{map, size_t(st.st_size)};
+  const unsigned char* at = static_cast<const unsigned char*>(map) + sizeof h;
+  const Hash128 got = content_hash(at, size_t(payload), key.lo);
+  if (got.lo != h.payload_lo || got.hi != h.payload_hi) return bad("payload checksum mismatch");
   ReferenceResult r;
   r.shape = s;
   r.certified_by_abs_gemm = h.certified_by_abs_gemm;
   r.integer_fallback = h.integer_fallback;
-  ContentHasher ph(key.lo);
-  bool read_ok = true;
   index = 0;
   for_each_array(r, [&](auto& v) {
-    v.resize(size_t(h.counts[index++]));
-    const size_t bytes = v.size() * sizeof(v[0]);
-    read_ok = read_ok && read_full(fd, v.data(), bytes);
-    if (read_ok) ph.update(v.data(), bytes);
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    const size_t n = size_t(h.counts[index++]);
+    // Aligned: the mapping starts on a page, the header and every array before this one take a
+    // multiple of 8 bytes. Copied straight into the vector, which is not zero-filled first.
+    const T* first = reinterpret_cast<const T*>(at);
+    v.assign(first, first + n);
+    at += padded(n * sizeof(T));
   });
-  if (!read_ok) return bad("read failed (the file shrank while it was read?)");
-  const Hash128 got = ph.digest();
-  if (got.lo != h.payload_lo || got.hi != h.payload_hi) return bad("payload checksum mismatch");
   ::futimens(fd, nullptr);  // last use: eviction goes least recently used first
   out = std::move(r);
   ++hits_;
@@ -269,9 +286,10 @@ bool ReferenceStore::save(const Hash128& key, const Problem& p, const ReferenceR
   ContentHasher ph(key.lo);
   bool ok = ::lseek(fd, off_t(sizeof h), SEEK_SET) == off_t(sizeof h);
   for_each_array(ref, [&](const auto& v) {
-    const size_t bytes = v.size() * sizeof(v[0]);
+    const size_t bytes = v.size() * sizeof(v[0]), pad = padded(bytes) - bytes;
     ph.update(v.data(), bytes);
-    ok = ok && write_full(fd, v.data(), bytes);
+    ph.update(kZeros, pad);
+    ok = ok && write_full(fd, v.data(), bytes) && write_full(fd, kZeros, pad);
   });
   const Hash128 d = ph.digest();
   h.payload_lo = d.lo;

@@ -15,7 +15,8 @@
 //           the key (2 x u64), shape L M N K (4 x i64), alpha1 alpha2 (2 x u32 bit patterns), the
 //           two certification counts (2 x i64), the element counts of the 11 arrays (11 x u64), the
 //           payload's content hash (2 x u64), and a u64 check of all the header bytes before it;
-//   payload g, u (f64), c (u16), g_abs, u_abs (f64), q_a, q_b1, q_b2 (i32), qb_a, qb_b1, qb_b2 (u8).
+//   payload g, u (f64), c (u16), g_abs, u_abs (f64), q_a, q_b1, q_b2 (i32), qb_a, qb_b1, qb_b2 (u8),
+//           each padded with zeros to a multiple of 8 bytes (so each is aligned in a mapped file).
 // A reader trusts an entry only when every header field matches what it asked for (key, shape,
 // alphas, format, digest, array sizes the shape implies), the file has exactly the size the
 // header implies, and the payload hashes to the stored value; anything else — truncated, a
