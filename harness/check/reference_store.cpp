@@ -151,7 +151,7 @@ std::shared_ptr<ReferenceStore> ReferenceStore::open(const std::string& dir, std
   if (!S_ISDIR(st.st_mode)) return fail("not a directory");
   // Writable in fact (a read-only mount, permissions, a full inode table): create a file.
   const std::string probe = dir + "/." + std::string(32, '0') + "." + std::to_string(::getpid()) + ".probe.tmp";
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) return fail(std::string("cannot write in it: ") + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
