@@ -224,15 +224,15 @@ ReferenceStore::Lookup ReferenceStore::load(const Hash128& key, const Problem& p
     return bad("truncated or extended: " + std::to_string(st.st_size) + " bytes, the header implies " +
                std::to_string(sizeof h + payload));
   // The payload, mapped: checked in place, then each array copied once into its vector (reading
-  // would zero-fill the vectors first). The file's size was checked against the header above.
-  void* map = payload ? ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : nullptr;
+  // would zero-fill the vectors first). The file's size was checked against the header above, and
+  // no writer changes a file in place (they rename new ones over it), so it does not shrink under
+  // the mapping. The payload is never empty (G alone has L*M*N >= 1 elements).
+  void* map = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (map == MAP_FAILED) return bad(std::string("cannot map: ") + std::strerror(errno));
   struct Unmap {
     void* p;
     size_t n;
-    ~Unmap() {
-      if (p) ::munmap(p, n);
-    }
+    ~Unmap() { ::munmap(p, n); }
   } unmap{map, size_t(st.st_size)};
   const unsigned char* at = static_cast<const unsigned char*>(map) + sizeof h;
   const Hash128 got = content_hash(at, size_t(payload), key.lo);

@@ -4,10 +4,10 @@
 // alpha1 alpha2 (2 x f32), then a, b1, b2, sfa, sfb1, sfb2, each as u64 length and bytes. A set
 // k > 0 in mode activations holds set 0's weights (cases.hpp): its file stores b1, b2, sfb1, sfb2
 // with length 0 and the reader takes them from set 0 (a quarter of the bytes for the GPU MODE
-// shapes, written by the parent and read by every trial of the case). Native
-// byte order: the file never leaves the machine (parent and child are the same binary). The child
-// maps the file (read_stored_set) and takes it only when every field matches its own spec and the
-// file ends exactly after the last array.
+// shapes, written by the parent and read by every trial of the case). Native byte order: the file
+// never leaves the machine (parent and child are the same binary). The child maps the file
+// (read_stored_set) and takes it only when every field matches its own spec and the file ends
+// exactly after the last array.
 #include "input_store.hpp"
 
 #include <fcntl.h>
