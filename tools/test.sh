@@ -10,6 +10,7 @@ cd "$here/build"
 status=0
 ctest --output-on-failure -j 2 "$@" || status=$?
 cd "$here"
+# The harness runs the tests start keep their references in the build tree, not in ~/.cache.
 PYTHONPATH="$here/build/python" NVFP4_HARNESS_BIN="$here/build/harness/harness" \
-  python3 -m pytest -q -p no:cacheprovider tests/python || status=$?
+  NVFP4_REFERENCE_CACHE="$here/build/test-reference-cache" python3 -m pytest -q -p no:cacheprovider tests/python || status=$?
 exit $status

@@ -134,8 +134,16 @@ std::shared_ptr<const CaseInfo> CaseInfo::light() const {
   return l;
 }
 
-std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set, InputSet mode,
-                                             int threads) {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The CaseInfo of input set `set` of `spec` (problem `p`) with its reference `ref`, which took
+// `seconds` to obtain; the flags are derived from `p` and `ref` here.
+std::shared_ptr<const CaseInfo> case_info(const CaseSpec& spec, const Problem& p, int set, InputSet mode,
+                                          ReferenceResult&& ref, double seconds) {
   auto info = std::make_shared<CaseInfo>();
   info->spec = spec;
   info->spec.shape = p.shape;
@@ -144,14 +152,41 @@ std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem
   info->alpha1 = p.alpha1;
   info->alpha2 = p.alpha2;
   info->warnings = scan_scales(p);
+  info->ref = std::move(ref);
+  info->reference_seconds = seconds;
+  info->degeneracy = assess_reference(info->ref.c);
+  return info;
+}
+
+}  // namespace
+
+std::shared_ptr<const CaseInfo> analyse_case(const CaseSpec& spec, const Problem& p, int set, InputSet mode,
+                                             int threads) {
   const auto t0 = std::chrono::steady_clock::now();
   ReferenceOptions opt;
-  opt.abs_sums = true;
+  opt.abs_sums = true;  // a change here changes what the store holds: bump kReferenceStoreFormat
   opt.threads = threads;
-  info->ref = compute_reference(p, opt);
-  info->reference_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  info->degeneracy = assess_reference(info->ref.c);
+  ReferenceResult ref = compute_reference(p, opt);
+  return case_info(spec, p, set, mode, std::move(ref), seconds_since(t0));
+}
+
+std::shared_ptr<const CaseInfo> ReferenceCache::analyse(const CaseSpec& spec, const Problem& p, int set,
+                                                        InputSet mode, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Hash128 key = reference_key(p);
+  ReferenceResult ref;
+  const ReferenceStore::Lookup found = store_ ? store_->load(key, p, ref) : ReferenceStore::Lookup::Absent;
+  std::shared_ptr<const CaseInfo> info;
+  if (found == ReferenceStore::Lookup::Hit) {
+    info = case_info(spec, p, set, mode, std::move(ref), seconds_since(t0));
+  } else {
+    info = analyse_case(spec, p, set, mode, threads);
+    if (store_) {
+      store_->note_computed(found);
+      store_->save(key, p, info->ref);  // a failure is counted; the run goes on without the entry
+    }
+  }
+  std::const_pointer_cast<CaseInfo>(info)->key = key;  // still this function's own object
   return info;
 }
 
@@ -198,7 +233,7 @@ std::shared_ptr<const CaseInfo> ReferenceCache::get(const CaseSpec& spec, int se
     base_ = std::make_shared<const Problem>(spec.make());
     base_spec_ = spec;
   }
-  auto info = analyse_case(spec, make_input_set(spec, *base_, set, mode), set, mode);
+  auto info = analyse(spec, make_input_set(spec, *base_, set, mode), set, mode, 0);
   insert(info);
   return info;
 }
@@ -274,7 +309,7 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
     try {
       const Problem p = make_input_set(todo[t.c], *bases[t.c], t.set, t.mode);
       if (on_set && t.set > 0) on_set(todo[t.c], t.set, t.mode, p);
-      t.info = analyse_case(todo[t.c], p, t.set, t.mode, inner);
+      t.info = analyse(todo[t.c], p, t.set, t.mode, inner);
     } catch (...) {
       // left to get()
     }

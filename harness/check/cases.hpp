@@ -5,7 +5,9 @@
 // scales alpha1, alpha2 as a property of the case (default 1; named in the case's name and in
 // reproducers as `--alpha A1,A2`). Children rebuild the same bytes from the CaseSpec; the parent
 // computes the exact reference (with abs sums, for the tolerance) once per (case, input set, mode)
-// and keeps it in a least-recently-used cache with a byte budget.
+// and keeps it in a least-recently-used cache with a byte budget; with an on-disk store behind it
+// (reference_store.hpp), a reference any earlier run computed for the same input bytes is read
+// instead of computed.
 //
 // Input sets (fresh inputs, docs/design.md §3). A trial owns several input sets of its case, all
 // derived deterministically, so parent and child build the same bytes:
@@ -32,9 +34,11 @@
 #include <utility>
 #include <vector>
 
+#include "comparison_memo.hpp"
 #include "compare.hpp"
 #include "problem.hpp"
 #include "reference.hpp"
+#include "reference_store.hpp"
 
 namespace nvfp4 {
 
@@ -87,6 +91,9 @@ struct CaseInfo {
   Degeneracy degeneracy;
   std::vector<std::string> warnings;      // suspicious scale bytes
   double reference_seconds = 0;
+  // reference_key of this set's problem (reference_store.hpp), for the store and the comparison
+  // memo; zero when not known (analyse_case alone does not compute it).
+  Hash128 key;
   size_t bytes() const;
   // A copy with the case's names, flags and shape but none of the reference arrays (for summaries).
   std::shared_ptr<const CaseInfo> light() const;
@@ -121,12 +128,28 @@ class ReferenceCache {
                 const SetSink& on_set = nullptr);
   // Every case analysed so far (its set 0), in first-use order (for the report).
   const std::vector<std::shared_ptr<const CaseInfo>>& seen() const { return seen_summary_; }
-  // How many references were computed (each (case, set, mode) once while it stays cached).
+  // How many references entered this cache (each (case, set, mode) once while it stays cached),
+  // computed or read from the store.
   int computed() const { return computed_; }
+  // The on-disk store consulted before computing a reference and given every reference computed
+  // (nullptr: none). Set before the first get() or prefetch().
+  void set_store(std::shared_ptr<ReferenceStore> store) { store_ = std::move(store); }
+  const ReferenceStore* store() const { return store_.get(); }
+  // compare_output of `got` against `info`'s reference, remembered (comparison_memo.hpp): an output
+  // already compared against the same reference is not scanned again.
+  Comparison compare(const CaseInfo& info, const uint16_t* got, int call, int threads = 0) {
+    return memo_.compare(info, got, call, threads);
+  }
+  const ComparisonMemo& memo() const { return memo_; }
 
  private:
   std::shared_ptr<const CaseInfo> find(const CaseSpec& spec, int set, InputSet mode);  // under mu_
   void insert(std::shared_ptr<const CaseInfo> info);                                  // under mu_
+  // analyse_case, through the store when there is one (thread-safe: the store is).
+  std::shared_ptr<const CaseInfo> analyse(const CaseSpec& spec, const Problem& p, int set, InputSet mode,
+                                          int threads);
+  std::shared_ptr<ReferenceStore> store_;
+  ComparisonMemo memo_;
   std::mutex mu_;
   size_t max_bytes_, bytes_ = 0;
   int computed_ = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -23,13 +24,29 @@ uint32_t fp16_ulp_distance(uint16_t a, uint16_t b) {
   return static_cast<uint32_t>(d < 0 ? -d : d);
 }
 
+namespace {
+uint64_t double_bits(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+// 2^e, exactly std::ldexp(1.0, e): built from the bits in the normal range, the library beyond it.
+double pow2(int e) {
+  if (e < -1022 || e > 1023) return std::ldexp(1.0, e);
+  const uint64_t b = uint64_t(e + 1023) << 52;
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+}  // namespace
+
 double fp16_ulp_at(double x) {
   x = std::fabs(x);
   if (!(x >= 0x1p-14)) return 0x1p-24;  // subnormal spacing (also for NaN: caller's business)
   if (x >= 32768.0) return 32.0;
-  int e;
-  std::frexp(x, &e);  // x = f * 2^e, f in [0.5, 1): the binade is [2^(e-1), 2^e)
-  return std::ldexp(1.0, e - 1 - 10);
+  // x = 1.f * 2^E in the binade [2^E, 2^(E+1)): the spacing is 2^(E-10). From the bits (a normal
+  // double here), as frexp/ldexp would give it, without the library calls (every element needs it).
+  return pow2(int((double_bits(x) >> 52) & 0x7FF) - 1023 - 10);
 }
 
 Tolerance::Tolerance(int64_t k, float a1, float a2) : K(k), alpha1(a1), alpha2(a2) {
@@ -174,7 +191,7 @@ bool Certificate::exact_in_fp32(double s_abs, double exact, int64_t q) {
   // A partial sum adds a subset of the terms: at most P (the positive ones) or N (the negative
   // ones) in magnitude, and max(P, N) = (S + |G|) / 2.
   const double reach = (s_abs + std::fabs(exact)) / 2;
-  return reach <= std::ldexp(1.0, int(std::min<int64_t>(q - 20 + 24, 4000)));
+  return reach <= pow2(int(std::min<int64_t>(q - 20 + 24, 4000)));
 }
 
 double Certificate::epilogue_allowance(const Tolerance& t, double g, double u) {

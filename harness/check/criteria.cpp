@@ -11,6 +11,10 @@
 #include <system_error>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "formats.hpp"
 
 namespace nvfp4 {
@@ -28,6 +32,26 @@ bool gpumode_mismatch(uint16_t got, uint16_t ref) {
   return diff > 1e-3 + 1e-3 * std::fabs(r);  // NaN diff (inf - inf, NaN - NaN) is not "greater"
 }
 }  // namespace
+
+unsigned block_quantum(const uint8_t* a, const uint8_t* b, int64_t n) {
+  // The sums saturate at 255 (exact below it): the minimum is exact whenever it is below 255.
+  unsigned q = 255;
+  int64_t i = 0;
+#if defined(__SSE2__)
+  // 16 blocks per step in bytes (the comparison's hottest loop: K/16 blocks per output element).
+  __m128i m = _mm_set1_epi8(char(0xFF));
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    m = _mm_min_epu8(m, _mm_adds_epu8(x, y));
+  }
+  alignas(16) uint8_t lanes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), m);
+  for (uint8_t l : lanes) q = std::min(q, unsigned(l));
+#endif
+  for (; i < n; ++i) q = std::min(q, std::min(255u, unsigned(a[i]) + unsigned(b[i])));
+  return q;
+}
 
 void keep_worst(std::vector<ElementReport>& v, const ElementReport& r, size_t cap) {
   auto score = [](const ElementReport& x) {
@@ -96,10 +120,7 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
       if (Certificate::exact_in_fp32(s_abs, v, q_row)) return true;
       if (qb.empty()) return false;
       const int64_t kb = s.K / kBlock;
-      const uint8_t* a = ref.qb_a.data() + row * kb;
-      const uint8_t* b = qb.data() + col * kb;
-      unsigned q = 2 * kZeroBlockQ;
-      for (int64_t i = 0; i < kb; ++i) q = std::min(q, unsigned(a[i]) + unsigned(b[i]));
+      const unsigned q = block_quantum(ref.qb_a.data() + row * kb, qb.data() + col * kb, kb);
       return q < unsigned(kZeroBlockQ) && Certificate::exact_in_fp32(s_abs, v, int64_t(q));
     };
     if (exact(e.s_g, e.g, qa + ref.q_b1[size_t(col)], ref.qb_b1) &&

@@ -56,6 +56,11 @@ struct Element {
 
 // Keeps the `cap` elements with the largest err/bound (NaN/inf errors first), earlier first on ties.
 void keep_worst(std::vector<ElementReport>& v, const ElementReport& r, size_t cap);
+// min over i < n of a[i] + b[i], saturated at 255: the finer exponent of an element from its row's
+// and column's per-block exponents (ReferenceResult::qb_a and qb_b1/qb_b2, each at most
+// kZeroBlockQ, so below 255 the result is the exact minimum; the certificate uses it only below
+// kZeroBlockQ). 255 for n = 0.
+unsigned block_quantum(const uint8_t* a, const uint8_t* b, int64_t n);
 
 struct Poison {  // unwritten elements
   int64_t count = 0;

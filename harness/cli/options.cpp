@@ -92,9 +92,13 @@ po::options_description group_options(Group g) {
       return o;
     }
     case Group::Memory: {
-      po::options_description o("Memory");
+      po::options_description o("Memory and the reference cache");
       o.add_options()("max-memory", po::value<double>(),
-                      "GiB a case may need (reference, trial, outputs; default: what this machine has available)");
+                      "GiB a case may need (reference, trial, outputs; default: what this machine has available)")
+          ("reference-cache", po::value<std::string>(),
+           "DIR or 'off': the on-disk cache of exact references, shared by runs and shards (default: "
+           "NVFP4_REFERENCE_CACHE, else $XDG_CACHE_HOME/nvfp4-dual/references or ~/.cache/nvfp4-dual/references); "
+           "a DIR given here that cannot be used is refused (exit 2)");
       return o;
     }
     case Group::Workers: {

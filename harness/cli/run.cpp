@@ -172,6 +172,22 @@ std::vector<std::string> register_outside(const po::variables_map& vm, Setup& s)
   return external_backends;
 }
 
+// The reference store's directory (reference_store.hpp: option, else environment, else the
+// user's cache directory; "" when off). One named with --reference-cache that cannot be used is bad
+// input; one from the environment or the default is a warning, and the run goes on uncached.
+std::string reference_cache_dir(const po::variables_map& vm) {
+  const std::string given = vm.count("reference-cache") ? vm["reference-cache"].as<std::string>() : "";
+  const ReferenceStoreChoice c = choose_reference_store(vm.count("reference-cache") ? &given : nullptr,
+                                                        [](const char* name) { return std::getenv(name); });
+  if (c.dir.empty()) return "";
+  std::string why;
+  if (ReferenceStore::open(c.dir, &why)) return c.dir;
+  if (c.source == "--reference-cache") throw InputError("--reference-cache " + c.dir + ": " + why);
+  std::cerr << "warning: reference cache " << c.dir << " (" << (c.source == "default" ? "the default" : c.source)
+            << "): " << why << "; references are computed and not stored (--reference-cache DIR|off)\n";
+  return "";
+}
+
 Setup prepare(const po::variables_map& vm, const Mode& mode) {
   check_values(vm);
   check_paths(vm);
@@ -188,6 +204,8 @@ Setup prepare(const po::variables_map& vm, const Mode& mode) {
   const std::string m = mode.word;
   s.explicit_backend = !vm["backend"].defaulted();
   s.path_mode = m != "check" || s.explicit_backend;
+  // Only runs of paths keep references (check computes one, list none).
+  if (s.path_mode && m != "list") s.opt.reference_cache = reference_cache_dir(vm);
   const std::vector<std::string> external_backends = register_outside(vm, s);
   const bool only_external = !s.explicit_backend && (vm.count("plugin") || vm.count("submission"));
   const ModuleDir modules = module_dir();

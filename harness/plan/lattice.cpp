@@ -34,6 +34,14 @@ Session::Session(TrialOptions options, std::string program, std::ostream* progre
       store_(runner_.tmp() + "/inputs", kInputStoreBytes),
       t0_(now_seconds()) {
   options_.input_store = store_.dir();
+  if (!options_.reference_cache.empty()) {
+    // The CLI checked the directory; should it have become unusable since, the run goes on uncached.
+    std::string why;
+    if (auto store = ReferenceStore::open(options_.reference_cache, &why)) cache_.set_store(std::move(store));
+    else if (progress_)
+      *progress_ << "warning: reference cache " << options_.reference_cache << ": " << why
+                 << "; references are computed and not stored\n";
+  }
 }
 
 double Session::elapsed() const { return now_seconds() - t0_; }

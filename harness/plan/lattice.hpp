@@ -75,6 +75,13 @@ class Session {
   ReferenceCache& cache() { return cache_; }
   const ReferenceCache& cache() const { return cache_; }
   double elapsed() const;
+  // Where the parent's own time went (the report's "parent_s"): getting references before trials
+  // (run_all's prefetch: generating input sets, reading or computing references, writing the input
+  // store), wall seconds; judging children's outputs (evaluate_trial), seconds summed over slots.
+  struct ParentTimes {
+    double references = 0, evaluation = 0;
+  };
+  ParentTimes parent_times() const { return parent_; }
   std::vector<std::string> verdicts;  // bisect verdict lines
 
  private:
@@ -92,6 +99,7 @@ class Session {
   std::map<std::string, BackendStatus> backends_;
   std::map<std::string, ChildReport> probes_;  // adopted, not yet turned into a status
   size_t total_ = 0;
+  ParentTimes parent_;
   bool details_ = true;
   double t0_;
 };

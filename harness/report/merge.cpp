@@ -309,6 +309,35 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
   }
   Members summary;
   for (Outcome o : kOrder) summary.push_back({outcome_name(o), std::to_string(total[o])});
+  // The shards' reference caches and comparisons, each count summed (the first shard's directory;
+  // the first rejection any shard reported). Reports written before these members have none.
+  Members cache_members, comparisons;
+  {
+    bool enabled = false;
+    std::string dir, first_rejection;
+    std::map<std::string, int64_t> counts, compared;
+    for (const Shard* s : by_index) {
+      if (const JsonValue* rc = s->report->find("reference_cache")) {
+        const JsonValue* on = rc->find("enabled");
+        if (!on || !on->is_bool() || !on->boolean()) continue;
+        if (!enabled) dir = rc->str_or("dir", "");
+        enabled = true;
+        for (const char* k : {"hits", "computed", "rejected", "write_failures", "evicted"})
+          counts[k] += int64_t(rc->number_or(k, 0));
+        if (first_rejection.empty()) first_rejection = rc->str_or("first_rejection", "");
+      }
+      if (const JsonValue* c = s->report->find("comparisons"))
+        for (const char* k : {"scanned", "reused"}) compared[k] += int64_t(c->number_or(k, 0));
+    }
+    cache_members.push_back({"enabled", enabled ? "true" : "false"});
+    if (enabled) {
+      cache_members.push_back({"dir", quoted(dir)});
+      for (const char* k : {"hits", "computed", "rejected", "write_failures", "evicted"})
+        cache_members.push_back({k, std::to_string(counts[k])});
+      if (!first_rejection.empty()) cache_members.push_back({"first_rejection", quoted(first_rejection)});
+    }
+    for (const char* k : {"scanned", "reused"}) comparisons.push_back({k, std::to_string(compared[k])});
+  }
 
   const JsonValue& first = *by_index.front()->report;
   const std::string record = object_text({{"count", std::to_string(count)},
@@ -327,6 +356,8 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
                           {"exit_code", std::to_string(exit_code)},
                           {"elapsed_s", secs},
                           {"overhead_s", over},
+                          {"reference_cache", object_text(cache_members)},
+                          {"comparisons", object_text(comparisons)},
                           {"options", json_text(first.at("options"))},
                           {"shard", record},
                           {"backends", array_text(backend_texts)},

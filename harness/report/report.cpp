@@ -181,6 +181,20 @@ std::string overhead_line(double seconds, int trials) {
          " ms each: child start, messages, output files)";
 }
 
+std::string reference_cache_line(const JsonValue& rc) {
+  const JsonValue* on = rc.find("enabled");
+  if (!on || !on->is_bool() || !on->boolean()) return "";
+  const auto n = [&](const char* k) { return int64_t(rc.number_or(k, 0)); };
+  if (n("hits") + n("computed") + n("rejected") + n("write_failures") == 0) return "";
+  std::string s = "references: " + std::to_string(n("hits")) + " read from the cache, " +
+                  std::to_string(n("computed")) + " computed (" + rc.str_or("dir", "?") + ")";
+  if (n("rejected"))
+    s += "; " + std::to_string(n("rejected")) + " cache entr" + (n("rejected") == 1 ? "y" : "ies") +
+         " rejected and recomputed (first: " + rc.str_or("first_rejection", "?") + ")";
+  if (n("write_failures")) s += "; " + std::to_string(n("write_failures")) + " could not be written";
+  return s;
+}
+
 // The outcomes in the order the summary lists them.
 const Outcome kOutcomeOrder[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash,
                                  Outcome::Timeout, Outcome::Skip, Outcome::Blocked};
@@ -290,6 +304,10 @@ void print_report_summary(std::ostream& os, const JsonValue& report, bool list_f
   for (const auto& t : trials)
     if (const JsonValue* d = t.find("device"); d && d->is_string()) busy[d->str()] += t.number_or("wall_s", 0);
   if (busy.size() > 1) os << "  " << busy_line(busy) << "\n";
+  if (const JsonValue* rc = report.find("reference_cache")) {
+    const std::string line = reference_cache_line(*rc);
+    if (!line.empty()) os << "  " << line << "\n";
+  }
   os << "result:";
   for (Outcome o : kOutcomeOrder)
     if (total[outcome_name(o)]) os << " " << total[outcome_name(o)] << " " << outcome_name(o);
@@ -325,6 +343,26 @@ void write_json(std::ostream& os, const Session& s, const std::string& mode, con
   double overhead = 0;
   for (const auto& r : s.results()) overhead += r.overhead();
   j.key("overhead_s").value(overhead);
+  // The on-disk reference store (reference_store.hpp): this run's hits, computations and problems.
+  j.key("reference_cache").begin_object();
+  if (const ReferenceStore* store = s.cache().store()) {
+    const ReferenceStoreStats st = store->stats();
+    j.key("enabled").value(true).key("dir").value(store->dir());
+    j.key("hits").value(st.hits).key("computed").value(st.computed).key("rejected").value(st.rejected);
+    j.key("write_failures").value(st.write_failures).key("evicted").value(st.evicted);
+    if (!st.first_rejection.empty()) j.key("first_rejection").value(st.first_rejection);
+  } else {
+    j.key("enabled").value(false);
+  }
+  j.end_object();
+  // The parent's own time (lattice.hpp Session::ParentTimes).
+  j.key("parent_s").begin_object();
+  j.key("references").value(s.parent_times().references).key("evaluation").value(s.parent_times().evaluation);
+  j.end_object();
+  // Output comparisons scanned, and those served by the memo (comparison_memo.hpp).
+  j.key("comparisons").begin_object();
+  j.key("scanned").value(s.cache().memo().scanned()).key("reused").value(s.cache().memo().reused());
+  j.end_object();
   j.key("options").begin_object();
   j.key("warmup").value(o.warmup).key("runs").value(o.runs);
   j.key("fresh").value(input_set_name(o.fresh));

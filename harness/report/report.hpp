@@ -42,6 +42,9 @@ void print_trial_details(std::ostream& os, const TrialResult& r, const std::stri
 std::string overhead_line(double seconds, int trials);
 // "busy per GPU ...: 0 12.3 s 1 11.9 s": each device's trial wall time (shown when trials ran on several).
 std::string busy_line(const std::map<std::string, double>& busy);
+// "references: 212 read from the cache, 0 computed (DIR)", plus rejected entries and failed writes,
+// from a report's "reference_cache" object; "" when the cache was off or not used.
+std::string reference_cache_line(const JsonValue& reference_cache);
 // The end-of-run summary: per backend and combination, outcome counts; degenerate cases and
 // suspicious data; every failing trial's reproducer (unless `list_failures` is off, as in a bisect,
 // whose verdict names its own reproducer); the overhead outside the stages; the overall result;

@@ -82,8 +82,7 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
     const auto info = reference_of(cache, spec.c, k);
     if (int64_t(child.timed_outputs[i].size()) != info->ref.shape.c_elems())
       return fail(Outcome::Error, std::string("bench mode: the output of ") + what[i] + " has the wrong size");
-    const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.timed_outputs[i].data(),
-                                        nullptr, nullptr);
+    const Comparison c = cache.compare(*info, child.timed_outputs[i].data(), 1);
     if (!c.pass()) {
       std::ostringstream m;
       m << "output of " << what[i] << " (" << input_set_label(set, runs) << ") out of tolerance: "
@@ -118,8 +117,7 @@ void check_configs(TrialResult& r, const ChildReport& child, ReferenceCache& cac
       if (first_detail.empty()) first_detail = "output of the wrong size";
       continue;
     }
-    const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2, child.config_outputs[i].data(),
-                                        nullptr, nullptr);
+    const Comparison c = cache.compare(*info, child.config_outputs[i].data(), 1);
     if (c.pass()) continue;
     r.configs_failing.push_back(name);
     if (first_detail.empty()) {
@@ -252,8 +250,10 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     const bool mid = child.have_intermediates && i == calls - 1;
     auto work = [&, i, mid] {
       const CaseInfo& info = *infos[size_t(i)];
-      return compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
-                            mid ? &child.g : nullptr, mid ? &child.u : nullptr, i + 1, share);
+      // Intermediates (the attribution) are compared afresh; an output alone may be remembered.
+      if (mid) return compare_output(info.ref, info.alpha1, info.alpha2, child.outputs[size_t(i)].data(),
+                                     &child.g, &child.u, i + 1, share);
+      return cache.compare(info, child.outputs[size_t(i)].data(), i + 1, share);
     };
     try {
       compared.push_back(std::async(std::launch::async, work));
@@ -304,8 +304,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     for (int other = 0; other < int(inputs.size()); ++other) {
       if (other == call - 1) continue;
       const auto info = reference_of(cache, spec.c, inputs[size_t(other)]);
-      const Comparison c = compare_output(info->ref, info->alpha1, info->alpha2,
-                                          child.outputs[size_t(call - 1)].data(), nullptr, nullptr, call);
+      const Comparison c = cache.compare(*info, child.outputs[size_t(call - 1)].data(), call);
       if (c.pass()) {
         r.matches_set_per_call[size_t(call - 1)] = inputs[size_t(other)].set;
         break;

@@ -36,7 +36,10 @@ class InputStore {
 // The store's file for input set `set` of `c`.
 std::string stored_set_path(const std::string& dir, const CaseSpec& c, int set, InputSet mode);
 // Reads input set `set` of `c` from the store in `dir` into `p`: false when there is no such file
-// or it does not hold exactly that set (another case, a short or malformed file).
-bool read_stored_set(const std::string& dir, const CaseSpec& c, int set, InputSet mode, Problem& p);
+// or it does not hold exactly that set (another case, a short or malformed file). A set k > 0 of
+// mode activations takes its weights from `base`, which must be set 0 of `c` (when null: set 0 is
+// read from the store too).
+bool read_stored_set(const std::string& dir, const CaseSpec& c, int set, InputSet mode, Problem& p,
+                     const Problem* base = nullptr);
 
 }  // namespace nvfp4

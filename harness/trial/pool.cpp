@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -144,8 +145,13 @@ void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>
   std::vector<CaseSpec> cases;
   for (const auto& s : specs) cases.push_back(s.c);
   // The input sets generated for them go to the store, where the children read them.
+  const auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto t_refs = std::chrono::steady_clock::now();
   cache_.prefetch(cases, options_.runs, options_.fresh, 0,
                   [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
+  parent_.references += since(t_refs);
 
   const auto units = work_units(specs, policy_.isolate, policy_.jobs);
   struct Slot {
@@ -181,10 +187,13 @@ void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>
           }
           Slot out;
           if (first_output && !child.outputs.empty()) out.output = child.outputs.front();
+          const auto t_eval = std::chrono::steady_clock::now();
           out.result = evaluate_trial(spec, std::move(child), cache_);
+          const double evaluated = since(t_eval);
           // Fail-stop: no trial runs after a failure in the same process (a FAIL included).
           if (worker && is_failure(out.result->outcome)) worker->end();
           std::lock_guard<std::mutex> lock(mu);
+          parent_.evaluation += evaluated;
           slots[i] = std::move(out);
           ready.notify_all();
         }

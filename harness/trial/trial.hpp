@@ -113,6 +113,10 @@ struct TrialOptions {
   // The parent's InputStore folder (input_store.hpp): the child reads its input sets from there
   // when they are stored, else generates them. Empty: always generate.
   std::string input_store;
+  // The directory of the on-disk reference store (reference_store.hpp: --reference-cache, as the
+  // CLI resolved it); empty: references are computed and not stored. The parent's alone: never
+  // sent to a child.
+  std::string reference_cache;
   // Bench mode: after run, stage time measures the steady state under `timing` (see above).
   bool bench = false;
   TimingRule timing;

@@ -241,7 +241,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     auto input_set = [&](int k) {
       const InputSet mode = k == 0 ? InputSet::Activations : o.fresh;
       Problem p;
-      if (read_stored_set(o.input_store, t.c, k, mode, p)) return p;
+      if (read_stored_set(o.input_store, t.c, k, mode, p, k == 0 ? nullptr : &sets[0])) return p;
       return k == 0 ? t.c.make() : make_input_set(t.c, sets[0], k, o.fresh);
     };
     sets.push_back(input_set(0));

@@ -94,6 +94,24 @@ TEST_CASE("fp16_ulp_at is the spacing of fp16 values, for every finite positive 
   CHECK(fp16_ulp_at(1e9) == 32.0);
 }
 
+TEST_CASE("fp16_ulp_at of any double is 2^(e-11) with frexp's e (its bit-level form agrees with the library)") {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    uint64_t bits = rng();
+    double x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (!std::isfinite(x)) continue;
+    const double a = std::fabs(x);
+    int e = 0;
+    std::frexp(a, &e);
+    const double want = !(a >= 0x1p-14) ? 0x1p-24 : a >= 32768.0 ? 32.0 : std::ldexp(1.0, e - 11);
+    INFO("x = " << x);
+    CHECK(fp16_ulp_at(x) == want);
+  }
+  for (double x : {0x1p-14, 0x1.fffffffffffffp-15, 32767.99, 32768.0, 1.0, 0.0, -0.0})
+    CHECK(fp16_ulp_at(x) == (x >= 0x1p-14 && x < 32768 ? std::ldexp(1.0, std::ilogb(x) - 10) : x >= 32768 ? 32.0 : 0x1p-24));
+}
+
 TEST_CASE("ULP histogram buckets") {
   CHECK(ulp_bucket(0) == 0);
   CHECK(ulp_bucket(1) == 1);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compare.hpp"
+#include "criteria.hpp"
 #include "decoded_case.hpp"
 #include "cpu/cpu_common.hpp"
 #include "distributions.hpp"
@@ -217,6 +218,33 @@ TEST_CASE("certificate: exact in fp32 exactly when max(P, N) = (S + |G|)/2 <= 2^
   CHECK_FALSE(Certificate::exact_in_fp32(std::nan(""), 1, 0));
   // The fp32 sum of 2^24 quanta in any order is exact; one quantum more is not representable.
   CHECK(float(0x1p24) + 1.0f == float(0x1p24));
+  // Every quantum the exponents give, against 2^(q + 4) written with the library (from far below
+  // the double range to far above it, where the limit is +inf).
+  std::mt19937_64 rng(3);
+  for (int64_t q = -1200; q <= 5000; ++q) {
+    const double limit = std::ldexp(1.0, int(std::min<int64_t>(q + 4, 4000)));
+    for (double f : {0.25, 0.5, 1.0, 1.0000000000000002, 1.5, 2.0}) {
+      const double reach = limit * f, s_abs = 2 * reach;  // G = 0: reach = S / 2
+      INFO("q = " << q << ", reach = " << f << " x the limit");
+      CHECK(Certificate::exact_in_fp32(s_abs, 0, q) == (s_abs / 2 <= limit));
+    }
+  }
+}
+
+TEST_CASE("certificate: the block quantum is the minimum of the byte sums, exact below 255") {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int n = int(rng() % 80);
+    const size_t len = size_t(n);
+    std::vector<uint8_t> a(len), b(len);
+    // Mostly real exponents (0..kZeroBlockQ), sometimes any byte (the saturation).
+    const unsigned top = trial % 5 == 0 ? 256 : unsigned(kZeroBlockQ) + 1;
+    for (int i = 0; i < n; ++i) a[size_t(i)] = uint8_t(rng() % top), b[size_t(i)] = uint8_t(rng() % top);
+    unsigned want = 255;
+    for (int i = 0; i < n; ++i) want = std::min(want, std::min(255u, unsigned(a[size_t(i)]) + unsigned(b[size_t(i)])));
+    INFO("n = " << n << ", trial " << trial);
+    CHECK(criteria::block_quantum(a.data(), b.data(), n) == want);
+  }
 }
 
 TEST_CASE("certificate: the epilogue allowance covers __expf-style exp and approximate division") {

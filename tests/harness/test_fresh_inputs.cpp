@@ -11,6 +11,7 @@
 // binary is started by doctest's main like any run of it, and a listener hands it to child_main
 // before any test runs (after static initialization, so every registration is in place).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -474,6 +475,26 @@ TEST_CASE("input store: a stored set reads back byte for byte; another case's or
   CHECK(same_inputs(p, base));
   REQUIRE(read_stored_set(dir, c, 2, InputSet::All, p));
   CHECK(same_inputs(p, set2));
+  // A set of mode activations leaves the weights out of its file (they are set 0's) and reads back
+  // whole, with set 0 given or taken from the store; without set 0 anywhere it is not taken.
+  const Problem act1 = make_input_set(c, base, 1, InputSet::Activations);
+  store.put(c, 1, InputSet::Activations, act1);
+  namespace fs = std::filesystem;
+  CHECK(fs::file_size(stored_set_path(dir, c, 1, InputSet::Activations)) <
+        fs::file_size(stored_set_path(dir, c, 0, InputSet::Activations)) - base.b1.size());
+  REQUIRE(read_stored_set(dir, c, 1, InputSet::Activations, p, &base));
+  CHECK(same_inputs(p, act1));
+  p = Problem();
+  REQUIRE(read_stored_set(dir, c, 1, InputSet::Activations, p));
+  CHECK(same_inputs(p, act1));
+  {
+    const std::string lone = harness_cli::temp_dir() + "/lone";
+    InputStore only_set1(lone, size_t(1) << 30);
+    only_set1.put(c, 1, InputSet::Activations, act1);
+    CHECK_FALSE(read_stored_set(lone, c, 1, InputSet::Activations, p));
+    CHECK(read_stored_set(lone, c, 1, InputSet::Activations, p, &base));
+  }
+  fs::remove(stored_set_path(dir, c, 1, InputSet::Activations));
   // Not stored: set 1, set 2 of the other mode, another seed.
   CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::All, p));
   CHECK_FALSE(read_stored_set(dir, c, 2, InputSet::Activations, p));
@@ -482,12 +503,23 @@ TEST_CASE("input store: a stored set reads back byte for byte; another case's or
   CHECK_FALSE(read_stored_set(dir, other, 0, InputSet::Activations, p));
   // A file of another case under this case's name is refused (its key is checked), and so is a
   // truncated file.
-  namespace fs = std::filesystem;
   fs::copy_file(stored_set_path(dir, c, 0, InputSet::Activations), stored_set_path(dir, other, 0, InputSet::Activations));
   CHECK_FALSE(read_stored_set(dir, other, 0, InputSet::Activations, p));
   const std::string path = stored_set_path(dir, c, 0, InputSet::Activations);
   fs::resize_file(path, fs::file_size(path) - 1);
   CHECK_FALSE(read_stored_set(dir, c, 0, InputSet::Activations, p));
+  // One byte too many, an empty file and a FIFO under the set's name are refused too (the FIFO
+  // without blocking: the reader maps only regular files).
+  store.put(c, 1, InputSet::Activations, make_input_set(c, base, 1, InputSet::Activations));
+  const std::string one = stored_set_path(dir, c, 1, InputSet::Activations);
+  REQUIRE(read_stored_set(dir, c, 1, InputSet::Activations, p, &base));
+  fs::resize_file(one, fs::file_size(one) + 1);
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::Activations, p, &base));
+  fs::resize_file(one, 0);
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::Activations, p, &base));
+  fs::remove(one);
+  REQUIRE(::mkfifo(one.c_str(), 0600) == 0);
+  CHECK_FALSE(read_stored_set(dir, c, 1, InputSet::Activations, p, &base));
   // Over the byte budget nothing is written (the children then generate the sets).
   InputStore tiny(harness_cli::temp_dir() + "/tiny", 100);
   tiny.put(c, 0, InputSet::Activations, base);

@@ -31,8 +31,12 @@ std::string summary_block(const std::string& out) {
   const size_t at = out.find("\nSummary (");
   if (at == std::string::npos) return "";
   std::string s = out.substr(out.find('\n', at + 1) + 1);
-  const size_t o = s.find("  overhead: ");
-  if (o != std::string::npos) s.erase(o, s.find('\n', o) + 1 - o);
+  // The lines that depend on the run, not on its outcomes: the overhead, and how many references
+  // came from the cache (a merge's shards may find what the unsharded run computed).
+  for (const char* line : {"  overhead: ", "  references: "}) {
+    const size_t o = s.find(line);
+    if (o != std::string::npos) s.erase(o, s.find('\n', o) + 1 - o);
+  }
   return s;
 }
 

@@ -23,6 +23,14 @@ def load_case(name):
     return {f: np.load(d / f"{f}.npy") for f in INPUTS + ("c", "g", "u")}
 
 
+@pytest.fixture(autouse=True, scope="session")
+def reference_cache(tmp_path_factory):
+    # The harness runs below keep their references in a directory of this session (tools/test.sh
+    # names one in the build tree), never in the user's ~/.cache.
+    if not os.environ.get("NVFP4_REFERENCE_CACHE"):
+        os.environ["NVFP4_REFERENCE_CACHE"] = str(tmp_path_factory.mktemp("reference-cache"))
+
+
 @pytest.fixture
 def harness_bin():
     path = os.environ.get("NVFP4_HARNESS_BIN")

@@ -14,6 +14,7 @@
 #include "errors.hpp"
 #include "gpu_skip.hpp"
 #include "pool.hpp"
+#include "test_reference_cache.hpp"
 
 namespace {
 bool g_skipped = false;
