@@ -3,7 +3,7 @@
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
 #   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifygpus bisect
-#                                   sanitizeharness submissions subbench bench benchbase emulate rehearse
+#                                   sanitizeharness submissions subbench bench benchbase emulate rehearse verifywarm
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
 #                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
 #                                   baseline with its own paths/, the same way: verifybase then compares
@@ -101,6 +101,15 @@ for phase in "${phases[@]}"; do
       what=${NVFP4_VERIFY:-all}
       step "harness --backend gpu --verify $what" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify.log" \
         "$dist/harness" --backend gpu --verify "$what" --json "$out/verify.json"
+      ;;
+    verifywarm)
+      # The same verify again: every reference comes from the on-disk cache the first run filled
+      # (harness/check/reference_store.hpp); outcomes trial for trial against the first run.
+      what=${NVFP4_VERIFY:-all}
+      step "harness --backend gpu --verify $what (reference cache warm)" "${NVFP4_VERIFY_LIMIT:-540}" \
+        "$out/verify-warm.log" "$dist/harness" --backend gpu --verify "$what" --json "${TMPDIR:-/tmp}/verify-warm.json"
+      step "report_diff cold -> warm" 60 "$out/verify-warm.log" \
+        python3 tools/report_diff.py "$out/verify.json" "${TMPDIR:-/tmp}/verify-warm.json"
       ;;
     verifytrial)
       # The same verify with one process per trial (--isolate trial): the before/after of workers.
@@ -248,7 +257,7 @@ done
   echo
   echo "step                                         verdict       time"
   cat "$summary.rows"
-  for v in verify verify-trial verify-base verify-gpus bisect sanitize-harness submissions subbench emulate; do
+  for v in verify verify-warm verify-trial verify-base verify-gpus bisect sanitize-harness submissions subbench emulate; do
     if [ -f "$out/$v.log" ]; then
       echo
       echo "--- $v (tail)"
