@@ -24,6 +24,11 @@ for src in "$here"/tests/gpu/test_*.cpp "$here"/tests/gpu/test_*.cu; do
   name=$(basename "${src%.*}")
   if [ -x "$build/tests/$name" ]; then cp "$build/tests/$name" "$dist/"; else echo "gpu_dist: $name not built" >&2; fi
 done
+# The GPU example plugin and its planted out-of-bounds build (tests/plugin), for sanitizeharness.
+mkdir -p "$dist/plugins"
+for so in "$build"/examples/plugin_gpu/libnvfp4_plugin_gpu.so "$build"/tests/plugin/libnvfp4_plugin_gpu_oob.so; do
+  if [ -f "$so" ]; then cp "$so" "$dist/plugins/"; fi
+done
 # The fused kernels' timing probe (tools/fused_probe.cu), when built: `$dist/fused_probe [mode]`.
 if [ -x "$build/fused_probe" ]; then cp "$build/fused_probe" "$dist/"; fi
 if [ -n "${3:-}" ]; then
@@ -32,7 +37,7 @@ if [ -n "${3:-}" ]; then
   cp "$3"/paths/*.so "$dist/base/paths/"
   strip --strip-unneeded "$dist"/base/harness "$dist"/base/paths/* 2>/dev/null || true
 fi
-strip --strip-unneeded "$dist"/* "$dist"/paths/* "$dist"/planted-paths/* 2>/dev/null || true
+strip --strip-unneeded "$dist"/* "$dist"/paths/* "$dist"/planted-paths/* "$dist"/plugins/* 2>/dev/null || true
 chmod +x "$here/tools/gpu_run.sh"
 du -sh "$dist"
 ls -l "$dist"

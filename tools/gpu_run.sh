@@ -156,6 +156,17 @@ for phase in "${phases[@]}"; do
       step "harness --sanitize memcheck plain,fused" 400 "$out/sanitize-harness.log" \
         "$dist/harness" --backend gpu --verify plain,fused --shape 33x65x160,128x96x256x2 --dist normal \
         --warmup 1 --runs 2 --sanitize memcheck
+      # A plugin that reads one byte past the end of A and discards it (tests/plugin's planted build
+      # of the GPU example): its outputs are right, so verify passes; under memcheck the trial must be
+      # ERROR with the sanitizer's report (exit 1 wanted).
+      oob="$dist/plugins/libnvfp4_plugin_gpu_oob.so"
+      if [ -f "$oob" ]; then
+        step "planted OOB plugin: verify passes" 120 "$out/sanitize-harness.log" \
+          "$dist/harness" verify plain --plugin "$oob" --shape 33x65x160 --dist normal
+        step "planted OOB plugin: --sanitize memcheck ERROR (exit 1 wanted)" 300 "$out/sanitize-harness.log" \
+          bash -c '"$@" | tee /dev/stderr | grep -q "ERROR.*compute-sanitizer memcheck"' _ \
+          "$dist/harness" verify plain --plugin "$oob" --shape 33x65x160 --dist normal --sanitize memcheck
+      fi
       ;;
     submissions)
       # The planted torch submissions (tests/planted/submissions, label gpu) through this harness.

@@ -71,6 +71,15 @@ __global__ void dual_gemm_kernel(const uint8_t* a, const uint8_t* b1, const uint
   }
   const float x = alphas[0] * g, y = alphas[1] * u;
   c[(l * M_rows + m) * N + n] = __float2half_rn(x / (1.0f + expf(-x)) * y);
+#ifdef NVFP4_PLANTED_OOB_READ
+  // Not part of the example: the test-only build tests/plugin makes with this macro reads one byte
+  // past the end of A and discards it. The output stays right, so every output check passes; only a
+  // sanitizer (harness --sanitize memcheck) sees the access.
+  if (n == 0 && m == 0 && l == 0) {
+    const volatile uint8_t* past = a + int64_t(gridDim.z) * M_rows * (K / 2);
+    (void)*past;
+  }
+#endif
 }
 
 __global__ void fill_kernel(uint16_t* c, int64_t count, uint16_t bits) {
