@@ -216,8 +216,9 @@ for phase in "${phases[@]}"; do
     rehearse)
       # GPU MODE's evaluator rehearsed (harness rehearse gpumode) on the origin story and on the
       # B200-style example (under the FP4 emulation on a Hopper), each without and with the pair of
-      # toggles that breaks it (that run must end with exit 1), then the example's bisect: four
-      # jobs at once, one GPU each when the host has four (else they share GPU 0). Reports are
+      # toggles that breaks it (that run must end with exit 1), then the example's bisect, and the
+      # origin story without its per-tensor warm-up: the jobs at once, spread over the host's GPUs
+      # (NVFP4_REHEARSE_ONLY="NAME ..." picks some). Reports are
       # packed into one archive (at most 8 files come back).
       n=$(nvidia-smi -L 2>/dev/null | wc -l)
       rdir="${TMPDIR:-/tmp}/rehearse"
@@ -226,7 +227,8 @@ for phase in "${phases[@]}"; do
       jobs=("origin-good $origin autotune-epilogue+init-at-import+warmup-10 0"
             "origin-bad $origin autotune-epilogue+cuda-graph+init-at-import+warmup-10 1"
             "b200-good $b200 graph-cache+init-at-import+warmup-10 0"
-            "b200-bad $b200 autotune-epilogue+graph-cache+init-at-import+warmup-10 1")
+            "b200-bad $b200 autotune-epilogue+graph-cache+init-at-import+warmup-10 1"
+            "origin-nowarmup $origin autotune-epilogue+init-at-import 0")
       if [ -n "${NVFP4_REHEARSE_ONLY:-}" ]; then  # e.g. "origin-good b200-good"
         keep=()
         for j in "${jobs[@]}"; do [[ " $NVFP4_REHEARSE_ONLY " == *" ${j%% *} "* ]] && keep+=("$j"); done
@@ -235,7 +237,7 @@ for phase in "${phases[@]}"; do
       i=0
       for j in "${jobs[@]}"; do
         read -r name sub toggles want <<< "$j"
-        gpu=$(( n >= 4 ? i : 0 ))
+        gpu=$(( n > 0 ? i % n : 0 ))
         (
           export CUDA_VISIBLE_DEVICES=$gpu
           step "rehearse $name ($toggles; exit $want wanted)" 560 "$rdir/$name.log" \
