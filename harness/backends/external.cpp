@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "case_dir.hpp"
+#include "check_json.hpp"
 #include "errors.hpp"
 #include "input_store.hpp"
 #include "json_read.hpp"
@@ -252,8 +253,10 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
     std::filesystem::create_directories(folder);
     save_case(folder, p);
     if (p.alpha1 != 1.0f || p.alpha2 != 1.0f)
-      write_text_file(folder + "/alphas.json", "{\"alpha1\": " + float_text(p.alpha1) +
-                                                   ", \"alpha2\": " + float_text(p.alpha2) + "}\n");
+      // The driver makes float32 arrays of them (nvfp4_driver/inputs.py): each float's exact double
+      // reads back as that float.
+      write_text_file(folder + "/alphas.json",
+                      json_text(Json{{"alpha1", double(p.alpha1)}, {"alpha2", double(p.alpha2)}}) + "\n");
     return folder;
   };
   save("case", calls[size_t(runs)]);
