@@ -177,23 +177,29 @@ bool register_optimization(Optimization o) {
   return true;
 }
 
-const std::vector<ListedOptimization>& listed_optimizations() {
-  static const std::vector<ListedOptimization> list = {
-      {"gpu", "fused", OptKind::Variant, 0, {},
-       "one sm_90a kernel: FP4 decode in shared memory, both GEMMs on wgmma, silu*mul epilogue"},
-      {"gpu", "graph", OptKind::Wrapper, 20, {Stage::Capture},
-       "capture the whole per-call launch sequence once in a CUDA graph; later calls replay it"},
+const std::vector<Optimization>& listed_optimizations() {
+  static const std::vector<Optimization> list = {
+      {OptimizationManifest{
+           "fused", "one sm_90a kernel: FP4 decode in shared memory, both GEMMs on wgmma, silu*mul epilogue",
+           OptKind::Variant, 0, {}},
+       "gpu"},
+      {OptimizationManifest{
+           "graph", "capture the whole per-call launch sequence once in a CUDA graph; later calls replay it",
+           OptKind::Wrapper, 20, {Stage::Capture}},
+       "gpu"},
   };
   return list;
 }
 
 bool register_listed(const std::string& backend, const std::string& name, MakePlanFn make,
                      WrapPlanFn wrap, SupportFn supports) {
-  for (const ListedOptimization& l : listed_optimizations()) {
+  for (const Optimization& l : listed_optimizations()) {
     if (backend != l.backend || name != l.name) continue;
-    return register_optimization(Optimization{l.backend, l.name, l.summary, l.kind, l.order,
-                                              l.stages, std::move(make), std::move(wrap),
-                                              std::move(supports)});
+    Optimization o = l;
+    o.make = std::move(make);
+    o.wrap = std::move(wrap);
+    o.supports = std::move(supports);
+    return register_optimization(std::move(o));
   }
   throw std::logic_error("register_listed: " + backend + "/" + name +
                          " is not in listed_optimizations()");

@@ -37,16 +37,26 @@ enum class OptKind {
   Wrapper,  // wraps whatever plan it is given
 };
 
-struct Optimization {
-  std::string backend;
+// An optimization as the lattice, bisect, --list and the reports know it, without its code: what a
+// built-in module's load probe reports, a plugin declares (nvfp4_plugin.h, converted in
+// plugin_plan.cpp) and a submission's driver describes, and what the parent registers for a path
+// it never loads (harness/backends/external.hpp).
+struct OptimizationManifest {
   std::string name;
   std::string summary;
   OptKind kind = OptKind::Wrapper;
   int order = 0;              // wrappers are applied in increasing order (inner first)
   std::vector<Stage> stages;  // the extra stages it adds: Tune, Capture
-  MakePlanFn make;            // Variant only
-  WrapPlanFn wrap;            // Wrapper only
-  SupportFn supports;         // optional extra shape check
+};
+
+// An optimization of one backend, with its code:
+//   Optimization{OptimizationManifest{"fused", "summary", OptKind::Variant, 0, {}}, "cpu", make}
+// (the manifest's type named: with a bare braced list g++ 12 warns, wrongly, of an uninitialized vector).
+struct Optimization : OptimizationManifest {
+  std::string backend;
+  MakePlanFn make = nullptr;     // Variant only
+  WrapPlanFn wrap = nullptr;     // Wrapper only
+  SupportFn supports = nullptr;  // optional extra shape check
 };
 
 // A set of optimization names, kept sorted and unique. "plain" parses to the empty set.
@@ -95,19 +105,11 @@ bool register_optimization(Optimization o);
 
 // The listed optimizations: every build knows their names, kinds, orders, stages and summaries
 // (the lattice and the canonical combination names depend on them), whether or not it has the
-// code that runs them. Today: the gpu backend's "fused" and "graph" (registry.cpp). In a CUDA
-// build their files supply the constructors (register_listed); a build without CUDA registers
-// every listed one of the gpu backend with constructors that refuse (nocuda/gpu_unavailable.cpp),
-// so its trials are SKIP with the reason.
-struct ListedOptimization {
-  const char* backend;
-  const char* name;
-  OptKind kind;
-  int order;
-  std::vector<Stage> stages;
-  const char* summary;
-};
-const std::vector<ListedOptimization>& listed_optimizations();
+// code that runs them. Today: the gpu backend's "fused" and "graph" (registry.cpp), without code.
+// In a CUDA build their files supply the constructors (register_listed); a build without CUDA
+// registers every listed one of the gpu backend with constructors that refuse
+// (nocuda/gpu_unavailable.cpp), so its trials are SKIP with the reason.
+const std::vector<Optimization>& listed_optimizations();
 // Registers the listed optimization backend/name with its constructors (`make` for a Variant,
 // `wrap` for a Wrapper, `supports` optional). Throws std::logic_error when it is not listed.
 bool register_listed(const std::string& backend, const std::string& name, MakePlanFn make,

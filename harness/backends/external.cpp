@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "case_dir.hpp"
+#include "check_json.hpp"
 #include "errors.hpp"
 #include "input_store.hpp"
 #include "json_read.hpp"
@@ -86,13 +87,7 @@ void register_manifest(const Manifest& m) {
   };
   register_backend(std::move(b));
   for (const auto& mo : m.optimizations) {
-    Optimization o;
-    o.backend = m.backend;
-    o.name = mo.name;
-    o.summary = mo.summary;
-    o.kind = mo.kind;
-    o.order = mo.order;
-    o.stages = mo.stages;
+    Optimization o{mo, m.backend};
     o.make = [refuse](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
       throw std::logic_error(refuse("an optimization"));
     };
@@ -111,16 +106,16 @@ Manifest probe_manifest(const ChildReport& probe) {
         throw InputError("the load probe reported two backends, " + m.backend + " and " + f[1] + " (one per module)");
       m.backend = f[1];
       m.summary = f[2];
-    } else if (f.size() >= 4 && f[0] == "optimization") {
-      ManifestOptimization mo{f[1], f[3], parse_stages(f[2], m.backend)};
-      // Built-in modules add the kind and the wrapper order (trial_child.cpp).
-      if (f.size() >= 6) {
-        mo.kind = f[4] == "variant" ? OptKind::Variant : OptKind::Wrapper;
-        try {
-          mo.order = std::stoi(f[5]);
-        } catch (const std::exception&) {
-          throw InputError("the load probe reported a bad order '" + f[5] + "' for " + f[1]);
-        }
+    } else if (f.size() >= 6 && f[0] == "optimization") {
+      OptimizationManifest mo;
+      mo.name = f[1];
+      mo.stages = parse_stages(f[2], m.backend);
+      mo.summary = f[3];
+      mo.kind = f[4] == "variant" ? OptKind::Variant : OptKind::Wrapper;
+      try {
+        mo.order = std::stoi(f[5]);
+      } catch (const std::exception&) {
+        throw InputError("the load probe reported a bad order '" + f[5] + "' for " + f[1]);
       }
       m.optimizations.push_back(std::move(mo));
     }
@@ -179,7 +174,7 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
     std::vector<Stage> stages;
     if (const JsonValue* st = d.at("stages").find(toggle))
       for (const auto& s : st->items()) stages.push_back(parse_stage(s.str(), m.backend));
-    m.optimizations.push_back({toggle, summary, stages});
+    m.optimizations.push_back({toggle, summary, OptKind::Wrapper, 0, stages});
   };
   for (const auto& t : d.at("toggles").items()) {
     add(t.str(), "the submission's own toggle");
@@ -252,8 +247,10 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
     std::filesystem::create_directories(folder);
     save_case(folder, p);
     if (p.alpha1 != 1.0f || p.alpha2 != 1.0f)
-      write_text_file(folder + "/alphas.json", "{\"alpha1\": " + float_text(p.alpha1) +
-                                                   ", \"alpha2\": " + float_text(p.alpha2) + "}\n");
+      // The driver makes float32 arrays of them (nvfp4_driver/inputs.py): each float's exact double
+      // reads back as that float.
+      write_text_file(folder + "/alphas.json",
+                      json_text(Json{{"alpha1", double(p.alpha1)}, {"alpha2", double(p.alpha2)}}) + "\n");
     return folder;
   };
   save("case", calls[size_t(runs)]);

@@ -22,15 +22,11 @@
 
 namespace nvfp4 {
 
-struct ManifestOptimization {
-  std::string name, summary;
-  std::vector<Stage> stages;
-  OptKind kind = OptKind::Wrapper;  // a plugin's and a submission's are all wrappers
-  int order = 0;
-};
+// A backend learned without loading it here: its name, summary and optimizations (a plugin's and a
+// submission's are all Wrappers of order 0; a built-in module's carry their kinds and orders).
 struct Manifest {
   std::string backend, summary;
-  std::vector<ManifestOptimization> optimizations;
+  std::vector<OptimizationManifest> optimizations;
 };
 
 // Registers `m` in Registry::instance() as a backend and optimizations without code.

@@ -1,13 +1,15 @@
-// check_report.cpp — checking an output made elsewhere, and its report (see check_report.hpp).
+// check_report.cpp — checking an output made elsewhere, and its report (see check_report.hpp), and
+// json_text, the one way the project turns JSON into text (check_json.hpp).
 //
-// write_comparison_text and write_comparison_json render a Comparison: the one rendering used by
+// write_comparison_text and comparison_json render a Comparison: the one rendering used by
 // report.cpp for trials and by the outside-output check (harness check, and the Python module's
 // nvfp4_dual.check, which calls the same functions).
 #include "check_report.hpp"
 
+#include <cmath>
 #include <cstdio>
 
-#include <cmath>
+#include "check_json.hpp"
 
 #include "formats.hpp"
 
@@ -103,85 +105,86 @@ void write_comparison_text(std::ostream& os, const Comparison& c, const std::str
      << " (" << c.gpumode_mismatch << " mismatches)\n";
 }
 
-void write_comparison_json(JsonWriter& j, const Comparison& c) {
-  auto element = [&](const ElementReport& e) {
-    j.begin_object();
-    j.key("l").value(e.l).key("m").value(e.m).key("n").value(e.n);
-    j.key("got").value(hex16(e.got)).key("reference").value(hex16(e.ref));
-    j.key("got_value").value(e.got == kPoisonBits ? std::string("poison") : fmt("%.9g", fp16_to_double(e.got)));
-    j.key("exact").value(e.exact).key("error").value(e.err).key("bound").value(e.bound);
-    j.key("call").value(e.call);
-    j.end_object();
+Json comparison_json(const Comparison& c) {
+  auto element = [](const ElementReport& e) {
+    return Json{{"l", e.l},
+                {"m", e.m},
+                {"n", e.n},
+                {"got", hex16(e.got)},
+                {"reference", hex16(e.ref)},
+                {"got_value", e.got == kPoisonBits ? std::string("poison") : fmt("%.9g", fp16_to_double(e.got))},
+                {"exact", e.exact},
+                {"error", e.err},
+                {"bound", e.bound},
+                {"call", e.call}};
   };
-  j.begin_object();
-  j.key("elements").value(c.elements);
-  j.key("over_tolerance").value(c.over_tolerance);
-  j.key("nan_mismatch").value(c.nan_mismatch);
-  j.key("inf_mismatch").value(c.inf_mismatch);
-  j.key("unwritten").value(c.poisoned);
-  j.key("max_abs").value(c.max_abs);
-  j.key("max_rel").value(c.max_rel);
-  j.key("max_ulp").value(int64_t(c.max_ulp));
-  j.key("ulp_histogram").begin_object();
+  auto elements = [&](const std::vector<ElementReport>& v) {
+    Json a = Json::array();
+    for (const auto& e : v) a.push_back(element(e));
+    return a;
+  };
+  Json j;
+  j["elements"] = c.elements;
+  j["over_tolerance"] = c.over_tolerance;
+  j["nan_mismatch"] = c.nan_mismatch;
+  j["inf_mismatch"] = c.inf_mismatch;
+  j["unwritten"] = c.poisoned;
+  j["max_abs"] = c.max_abs;
+  j["max_rel"] = c.max_rel;
+  j["max_ulp"] = int64_t(c.max_ulp);
+  Json hist = Json::object();
   for (int b = 0; b < kUlpBuckets; ++b)
-    if (c.ulp_hist[b]) j.key(ulp_bucket_label(b)).value(c.ulp_hist[b]);
-  j.end_object();
-  j.key("worst").begin_array();
-  for (const auto& e : c.worst) element(e);
-  j.end_array();
-  j.key("unwritten_at").begin_array();
-  for (const auto& e : c.first_poisoned) element(e);
-  j.end_array();
-  j.key("attribution").value(c.attribution);
-  j.key("attribution_detail").value(c.attribution_detail);
+    if (c.ulp_hist[b]) hist[ulp_bucket_label(b)] = c.ulp_hist[b];
+  j["ulp_histogram"] = std::move(hist);
+  j["worst"] = elements(c.worst);
+  j["unwritten_at"] = elements(c.first_poisoned);
+  j["attribution"] = c.attribution;
+  j["attribution_detail"] = c.attribution_detail;
   if (c.g_out_of_bound >= 0) {
-    j.key("g_out_of_bound").value(c.g_out_of_bound);
-    j.key("u_out_of_bound").value(c.u_out_of_bound);
+    j["g_out_of_bound"] = c.g_out_of_bound;
+    j["u_out_of_bound"] = c.u_out_of_bound;
   }
-  j.key("criterion").value(c.criterion());
-  j.key("statistic").begin_object();
-  j.key("pass").value(c.stat_pass()).key("elements").value(c.stat_elements);
-  j.key("unexplained").value(c.unexplained).key("limit").value(c.unexplained_limit);
-  j.key("unexplained_one_ulp").value(c.unexplained_one_ulp);
-  // null when at most `limit` elements are off at all (an infinite margin)
-  j.key("margin").value(c.stat_margin);
-  j.key("element_margin").value(c.element_margin);  // lambda / largest z; null: all correctly rounded
-  j.key("excess_factor").value(c.excess_factor);
-  j.key("lambda").value(Statistic::kLambda).key("false_alarm").value(Statistic::kFalseAlarm);
-  j.key("message").value(c.stat_message());
-  j.key("unexplained_at").begin_array();
-  for (const auto& e : c.unexplained_at) element(e);
-  j.end_array();
-  j.end_object();
-  j.key("certificate").begin_object();
-  j.key("pass").value(c.cert_pass()).key("elements").value(c.certified);
-  j.key("violations").value(c.cert_violations).key("one_ulp").value(c.cert_one_ulp);
-  j.key("margin").value(c.cert_margin);  // null: every certified element rounds correctly
-  j.key("message").value(c.cert_message());
-  j.key("violations_at").begin_array();
-  for (const auto& e : c.cert_at) element(e);
-  j.end_array();
-  j.end_object();
-  j.key("mean_square").begin_object();
-  j.key("pass").value(c.ms_pass()).key("elements").value(c.ms_elements);
-  j.key("mean").value(c.ms_mean).key("limit").value(c.ms_limit);  // limit null: no elements
-  j.key("margin").value(c.ms_margin);  // null: no element beyond one correct rounding
-  j.key("false_alarm").value(Statistic::kFalseAlarm);
-  j.key("message").value(c.ms_message());
-  j.end_object();
-  j.key("direction").begin_object();
-  j.key("pass").value(c.dir_pass()).key("elements").value(c.dir_elements);
-  j.key("toward_zero").value(c.dir_toward).key("expected_max").value(c.dir_expected);
-  j.key("limit").value(c.dir_limit);
-  j.key("margin").value(c.dir_margin);  // null: none rounded toward zero
-  j.key("message").value(c.dir_message());
-  j.end_object();
-  j.key("gpumode_check").begin_object();
-  j.key("pass").value(c.gpumode_pass()).key("mismatches").value(c.gpumode_mismatch);
-  j.key("rule").value("|x-ref| <= 1e-3 + 1e-3*|ref|, NaN/+inf/-inf must match");
-  j.end_object();
-  j.end_object();
+  j["criterion"] = c.criterion();
+  j["statistic"] = {{"pass", c.stat_pass()},
+                    {"elements", c.stat_elements},
+                    {"unexplained", c.unexplained},
+                    {"limit", c.unexplained_limit},
+                    {"unexplained_one_ulp", c.unexplained_one_ulp},
+                    {"margin", c.stat_margin},  // null when at most `limit` elements are off at all
+                    {"element_margin", c.element_margin},  // lambda / largest z; null: all correctly rounded
+                    {"excess_factor", c.excess_factor},
+                    {"lambda", Statistic::kLambda},
+                    {"false_alarm", Statistic::kFalseAlarm},
+                    {"message", c.stat_message()},
+                    {"unexplained_at", elements(c.unexplained_at)}};
+  j["certificate"] = {{"pass", c.cert_pass()},
+                      {"elements", c.certified},
+                      {"violations", c.cert_violations},
+                      {"one_ulp", c.cert_one_ulp},
+                      {"margin", c.cert_margin},  // null: every certified element rounds correctly
+                      {"message", c.cert_message()},
+                      {"violations_at", elements(c.cert_at)}};
+  j["mean_square"] = {{"pass", c.ms_pass()},
+                      {"elements", c.ms_elements},
+                      {"mean", c.ms_mean},
+                      {"limit", c.ms_limit},    // null: no elements
+                      {"margin", c.ms_margin},  // null: no element beyond one correct rounding
+                      {"false_alarm", Statistic::kFalseAlarm},
+                      {"message", c.ms_message()}};
+  j["direction"] = {{"pass", c.dir_pass()},
+                    {"elements", c.dir_elements},
+                    {"toward_zero", c.dir_toward},
+                    {"expected_max", c.dir_expected},
+                    {"limit", c.dir_limit},
+                    {"margin", c.dir_margin},  // null: none rounded toward zero
+                    {"message", c.dir_message()}};
+  j["gpumode_check"] = {{"pass", c.gpumode_pass()},
+                        {"mismatches", c.gpumode_mismatch},
+                        {"rule", "|x-ref| <= 1e-3 + 1e-3*|ref|, NaN/+inf/-inf must match"}};
+  return j;
 }
+
+void write_comparison_json(std::ostream& os, const Comparison& c) { os << json_text(comparison_json(c)); }
 
 void write_check_text(std::ostream& os, const CaseInfo& info, const Comparison& c, const std::string& case_name,
                       const std::string& output_name) {
@@ -197,24 +200,25 @@ void write_check_text(std::ostream& os, const CaseInfo& info, const Comparison& 
 
 void write_check_json(std::ostream& os, const CaseInfo& info, const Comparison& c, const std::string& case_name,
                       const std::string& output_name) {
-  JsonWriter j(os);
-  j.begin_object();
-  j.key("ok").value(c.pass());
-  j.key("case").value(case_name);
-  j.key("shape").value(info.ref.shape.str());
-  j.key("output").value(output_name);
-  j.key("alpha1").value(double(info.alpha1)).key("alpha2").value(double(info.alpha2));
-  j.key("reference_s").value(info.reference_seconds);
-  j.key("degenerate").value(info.degeneracy.degenerate());
-  j.key("degeneracy").begin_object();
-  j.key("inf").value(info.degeneracy.inf).key("nan").value(info.degeneracy.nan);
-  j.key("zero").value(info.degeneracy.zero).key("total").value(info.degeneracy.total);
-  j.key("describe").value(info.degeneracy.describe());
-  j.end_object();
-  j.key("warnings").array(info.warnings);
-  j.key("metrics");
-  write_comparison_json(j, c);
-  j.end_object();
+  const Degeneracy& d = info.degeneracy;
+  Json j;
+  j["ok"] = c.pass();
+  j["case"] = case_name;
+  j["shape"] = info.ref.shape.str();
+  j["output"] = output_name;
+  j["alpha1"] = double(info.alpha1);
+  j["alpha2"] = double(info.alpha2);
+  j["reference_s"] = info.reference_seconds;
+  j["degenerate"] = d.degenerate();
+  j["degeneracy"] = {{"inf", d.inf}, {"nan", d.nan}, {"zero", d.zero}, {"total", d.total}, {"describe", d.describe()}};
+  j["warnings"] = info.warnings;
+  j["metrics"] = comparison_json(c);
+  os << json_text(j);
+}
+
+std::string json_text(const Json& j) {
+  // indent -1: compact; ensure_ascii false: UTF-8 as is; replace: bytes that are not UTF-8 become U+FFFD.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace nvfp4

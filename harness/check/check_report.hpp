@@ -14,7 +14,6 @@
 #include <string>
 
 #include "casemode.hpp"
-#include "json.hpp"
 
 namespace nvfp4 {
 
@@ -26,15 +25,16 @@ CheckResult check_output(const Problem& p, const uint16_t* output, bool keep_ref
 
 // The tolerance report of one comparison as indented lines (the lines under a failing trial).
 void write_comparison_text(std::ostream& os, const Comparison& c, const std::string& indent);
-// The comparison as one JSON object (the "metrics" of a trial in `harness --json`).
-void write_comparison_json(JsonWriter& j, const Comparison& c);
+// The comparison as one JSON object (the "metrics" of a trial in `harness --json`), compact, without
+// a line break. Non-finite numbers are written as null.
+void write_comparison_json(std::ostream& os, const Comparison& c);
 
 // The whole check as the CLI prints it: the case (named `case_name`), its warnings and
 // degeneracy, the verdict on `output_name`, then the comparison.
 void write_check_text(std::ostream& os, const CaseInfo& info, const Comparison& c, const std::string& case_name,
                       const std::string& output_name);
-// The whole check as one JSON object: {"ok", "case", "shape", "output", "alpha1", "alpha2",
-// "reference_s", "degenerate", "degeneracy", "warnings", "metrics"}.
+// The whole check as one JSON object, compact, without a line break: {"ok", "case", "shape", "output",
+// "alpha1", "alpha2", "reference_s", "degenerate", "degeneracy", "warnings", "metrics"}.
 void write_check_json(std::ostream& os, const CaseInfo& info, const Comparison& c, const std::string& case_name,
                       const std::string& output_name);
 

@@ -8,7 +8,7 @@
 // runs on any backend: `--backend cpu --bench plain,fused` times the CPU paths with the host
 // clock; the default backend is gpu. Cold-start figures are the trial's stage times. The parent
 // writes the bench table and the bench JSON from the TrialResults: the verify report of the run
-// (report.hpp write_json with "mode": "bench" and "timing" per trial) plus "device", "method" and
+// (report.hpp report_json with "mode": "bench" and "timing" per trial) plus "device", "method" and
 // "shapes" (rows with median_us, b2b_us, tflops, pct_peak, x_yardstick_*, ...) for the HTML page.
 //
 // The GPU extras that are not paths — the cuBLASLt GEMM-alone yardstick (eager and graph), plain's

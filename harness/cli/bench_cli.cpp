@@ -21,10 +21,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "check_json.hpp"
 #include "cli_checks.hpp"
 #include "errors.hpp"
 #include "html_report.hpp"
-#include "json.hpp"
 #include "json_read.hpp"
 #include "lattice.hpp"
 #include "modules.hpp"
@@ -150,30 +150,6 @@ Row extras_row(const JsonValue& v, const std::string& shape) {
 }
 
 double shape_flops(const std::string& text) { return Shape::parse(text).flops(); }
-
-// A JSON value written back as it was read (the extras' device object).
-void write_value(JsonWriter& j, const JsonValue& v) {
-  if (v.is_object()) {
-    j.begin_object();
-    for (const auto& m : v.members()) {
-      j.key(m.first);
-      write_value(j, m.second);
-    }
-    j.end_object();
-  } else if (v.is_array()) {
-    j.begin_array();
-    for (const auto& x : v.items()) write_value(j, x);
-    j.end_array();
-  } else if (v.is_number()) {
-    j.value(v.number());
-  } else if (v.is_string()) {
-    j.value(v.str());
-  } else if (v.is_bool()) {
-    j.value(v.boolean());
-  } else {
-    j.null();
-  }
-}
 
 // What the extras child gave (or why it gave nothing).
 struct Extras {
@@ -335,8 +311,8 @@ BenchRows bench_rows(const Session& session, const Extras& extras) {
 
 // The bench's own members of the report: device, method, and per shape the yardstick, plain's parts
 // and the trials' rows.
-void write_bench_members(JsonWriter& j, Session& session, const TrialOptions& opt, const Extras& extras,
-                         const BenchRows& b, const std::vector<CaseSpec>& cases, bool any_gpu, int peak_size) {
+void add_bench_members(Json& j, Session& session, const TrialOptions& opt, const Extras& extras,
+                       const BenchRows& b, const std::vector<CaseSpec>& cases, bool any_gpu, int peak_size) {
   const std::string dist = cases.front().dist;
   const uint64_t seed = cases.front().seed;
   const double peak = b.peak;
@@ -348,87 +324,79 @@ void write_bench_members(JsonWriter& j, Session& session, const TrialOptions& op
     const auto it = m.find(k);
     return it == m.end() ? std::vector<Row>{} : it->second;
   };
-  j.key("device");
   if (extras.ran && extras.failure.empty() && extras.report.find("device"))
-    write_value(j, extras.report.at("device"));
+    j["device"] = to_json(extras.report.at("device"));
   else
-    j.begin_object().key("name").value(any_gpu ? "gpu (no extras measured)" : "host CPU").end_object();
-  j.key("method").begin_object();
-  j.key("timing").value(any_gpu ? "CUDA events per call on the plan's stream; 2x L2 written between calls"
-                                : "host clock around each call (enqueue + synchronize)");
-  j.key("stopping_rule_rse").value(opt.timing.rse);
-  j.key("min_reps").value(opt.timing.min_reps);
-  j.key("max_reps").value(opt.timing.max_reps);
-  j.key("max_time_s").value(opt.timing.max_time_s);
-  j.key("warmup").value(opt.warmup);
-  j.key("distribution").value(dist);
-  j.key("seed").value(seed);
-  j.key("input_sets").value(opt.runs + 1);
-  j.key("fresh").value(input_set_name(opt.fresh));
-  j.key("fresh_inputs").value("a new input set written before every timed call (outside the timed region); the "
-                              "last timed call's and the last back-to-back call's outputs checked against their "
-                              "own sets' references");
-  j.key("flops").value("4*M*N*K*L per call");
-  j.key("per_call").value("gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init");
-  j.key("torch_compile_source").value("docs/gpu-target.md (PyTorch 2.11 default mode, not this run)");
-  j.end_object();
-  j.key("context_s").value(extras.ran && extras.failure.empty() ? extras.report.number_or("context_s", NAN) : NAN);
-  j.key("peak_bf16_tflops").value(peak * 1e-12);
-  j.key("peak_size").value(peak_size);
-  if (!extras.failure.empty()) j.key("extras_failure").value(extras.failure);
-  j.key("shapes").begin_array();
+    j["device"] = {{"name", any_gpu ? "gpu (no extras measured)" : "host CPU"}};
+  j["method"] = {
+      {"timing", any_gpu ? "CUDA events per call on the plan's stream; 2x L2 written between calls"
+                         : "host clock around each call (enqueue + synchronize)"},
+      {"stopping_rule_rse", opt.timing.rse},
+      {"min_reps", opt.timing.min_reps},
+      {"max_reps", opt.timing.max_reps},
+      {"max_time_s", opt.timing.max_time_s},
+      {"warmup", opt.warmup},
+      {"distribution", dist},
+      {"seed", seed},
+      {"input_sets", opt.runs + 1},
+      {"fresh", input_set_name(opt.fresh)},
+      {"fresh_inputs", "a new input set written before every timed call (outside the timed region); the last timed "
+                       "call's and the last back-to-back call's outputs checked against their own sets' references"},
+      {"flops", "4*M*N*K*L per call"},
+      {"per_call", "gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init"},
+      {"torch_compile_source", "docs/gpu-target.md (PyTorch 2.11 default mode, not this run)"}};
+  j["context_s"] = extras.ran && extras.failure.empty() ? extras.report.number_or("context_s", NAN) : NAN;
+  j["peak_bf16_tflops"] = peak * 1e-12;
+  j["peak_size"] = peak_size;
+  if (!extras.failure.empty()) j["extras_failure"] = extras.failure;
+  Json shapes = Json::array();
   for (const auto& c : cases) {
     const std::string shape = c.shape.str();
     const auto info = session.cache().get(c);
     const double yg = get(b.yard_graph, shape);
     const double ye = get(b.yard_eager, shape);
-    j.begin_object();
-    j.key("shape").value(shape);
-    j.key("reference_s").value(info->reference_seconds);
-    j.key("degenerate").value(info->degeneracy.degenerate());
-    j.key("torch_compile_us").value(torch_compile_us(shape));
     auto row_json = [&](const Row& r) {
-      j.begin_object();
-      j.key("backend").value(r.backend);
-      j.key("combo").value(r.combo);
-      j.key("outcome").value(r.outcome);
-      j.key("message").value(r.message);
-      j.key("describe").value(r.describe);
-      j.key("emulated_fp4").value(r.emulated);
-      j.key("check").value(r.check);
-      j.key("max_ulp").value(r.max_ulp);
-      j.key("gpumode_mismatch").value(r.gpumode_mismatch);
-      j.key("stages_s").begin_object();
-      for (const auto& s : r.stages) j.key(s.first).value(s.second);
-      j.end_object();
-      j.key("reps").value(r.t.reps);
-      j.key("median_us").value(r.t.median * 1e6);
-      j.key("min_us").value(r.t.min * 1e6);
-      j.key("mean_us").value(r.t.mean * 1e6);
-      j.key("stdev_us").value(r.t.stdev * 1e6);
-      j.key("median_rse").value(r.t.rse);
-      j.key("b2b_us").value(r.b2b * 1e6);
+      Json stages = Json::object();
+      for (const auto& s : r.stages) stages[s.first] = s.second;
       const double tf = shape_flops(shape) / r.t.median;
-      j.key("tflops").value(tf * 1e-12);
-      j.key("pct_peak").value(100 * tf / peak);
-      j.key("x_yardstick_graph").value(r.t.median / yg);
-      j.key("x_yardstick_eager").value(r.t.median / ye);
-      j.key("speedup_vs_torch_compile").value(torch_compile_us(shape) * 1e-6 / r.t.median);
-      j.end_object();
+      return Json{{"backend", r.backend},
+                  {"combo", r.combo},
+                  {"outcome", r.outcome},
+                  {"message", r.message},
+                  {"describe", r.describe},
+                  {"emulated_fp4", r.emulated},
+                  {"check", r.check},
+                  {"max_ulp", r.max_ulp},
+                  {"gpumode_mismatch", r.gpumode_mismatch},
+                  {"stages_s", std::move(stages)},
+                  {"reps", r.t.reps},
+                  {"median_us", r.t.median * 1e6},
+                  {"min_us", r.t.min * 1e6},
+                  {"mean_us", r.t.mean * 1e6},
+                  {"stdev_us", r.t.stdev * 1e6},
+                  {"median_rse", r.t.rse},
+                  {"b2b_us", r.b2b * 1e6},
+                  {"tflops", tf * 1e-12},
+                  {"pct_peak", 100 * tf / peak},
+                  {"x_yardstick_graph", r.t.median / yg},
+                  {"x_yardstick_eager", r.t.median / ye},
+                  {"speedup_vs_torch_compile", torch_compile_us(shape) * 1e-6 / r.t.median}};
     };
-    j.key("yardstick").begin_array();
-    for (const auto& r : rows_of(b.yard, shape)) row_json(r);
-    j.end_array();
-    j.key("plain_parts").begin_array();
-    for (const auto& r : rows_of(b.parts, shape)) row_json(r);
-    j.end_array();
-    j.key("combos").begin_array();
-    for (const auto& r : b.trials)
-      if (r.shape == shape) row_json(r);
-    j.end_array();
-    j.end_object();
+    auto rows = [&](const std::vector<Row>& v, bool only_this_shape) {
+      Json a = Json::array();
+      for (const auto& r : v)
+        if (!only_this_shape || r.shape == shape) a.push_back(row_json(r));
+      return a;
+    };
+    shapes.push_back(Json{{"shape", shape},
+                          {"reference_s", info->reference_seconds},
+                          {"degenerate", info->degeneracy.degenerate()},
+                          {"torch_compile_us", torch_compile_us(shape)},
+                          {"yardstick", rows(rows_of(b.yard, shape), false)},
+                          {"plain_parts", rows(rows_of(b.parts, shape), false)},
+                          {"combos", rows(b.trials, true)}});
   }
-  j.end_array();
+  j["shapes"] = std::move(shapes);
 }
 
 }  // namespace
@@ -528,12 +496,11 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
 
   // ---- JSON: the verify report of the run ("mode": "bench", timing per trial) plus the bench's rows ----
   if (vm.count("bench-json") || vm.count("json") || vm.count("junit") || vm.count("html")) {
-    std::ostringstream os;
-    write_json(os, session, "bench", command, code, [&](JsonWriter& j) {
-      write_bench_members(j, session, opt, extras, b, cases, any_gpu, peak_size);
-    });
-    if (vm.count("bench-json")) cli::write_output(vm["bench-json"].as<std::string>(), os.str());
-    cli::emit(vm, os.str(), "bench");
+    Json doc = report_json(session, "bench", command, code);
+    add_bench_members(doc, session, opt, extras, b, cases, any_gpu, peak_size);
+    const std::string text = json_text(doc) + "\n";
+    if (vm.count("bench-json")) cli::write_output(vm["bench-json"].as<std::string>(), text);
+    cli::emit(vm, text, "bench");
   }
   return code;
 }

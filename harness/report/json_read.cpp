@@ -406,6 +406,27 @@ std::string JsonValue::text() const {
   }
 }
 
+nlohmann::ordered_json to_json(const JsonValue& v) {
+  using Json = nlohmann::ordered_json;
+  switch (v.type()) {
+    case JsonValue::Type::Null: return nullptr;
+    case JsonValue::Type::Bool: return v.boolean();
+    case JsonValue::Type::Number: return Json::parse(v.text());  // the library's own number grammar
+    case JsonValue::Type::String: return v.str();
+    case JsonValue::Type::Array: {
+      Json a = Json::array();
+      for (const auto& x : v.items()) a.push_back(to_json(x));
+      return a;
+    }
+    case JsonValue::Type::Object: {
+      Json o = Json::object();
+      for (const auto& m : v.members()) o[m.first] = to_json(m.second);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
 JsonValue read_json_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError("cannot read " + path);

@@ -1,8 +1,9 @@
 // json_read.hpp — the JSON reader for the harness's own reports: the verify/bisect report
 // (report.cpp write_json) and the bench report (bench_cli.cpp), so that the JUnit and HTML writers
 // (junit.hpp, html_report.hpp) take a report as their input whether it was written by this run or
-// read back from a file. The parsing is nlohmann/json's (its SAX interface, in json_read.cpp only;
-// this header does not expose it); json_read.cpp adds the guarantees below.
+// read back from a file. The parsing is nlohmann/json's (its SAX interface, in json_read.cpp);
+// json_read.cpp adds the guarantees below. to_json hands a value read here to a writer that copies
+// it into a document of its own (merge, bench).
 //
 //   const JsonValue r = JsonValue::parse(text);         // InputError, with the byte offset, if not JSON
 //   for (const auto& t : r.at("trials").items()) t.str_or("outcome", "?");
@@ -15,6 +16,7 @@
 // refused. Duplicate member names are all kept; find() and at() return the first. A UTF-8 byte
 // order mark before the text is skipped.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +74,11 @@ class JsonValue {
 // whose meaning the renderer does not know, so that new report fields appear without code changes.
 std::vector<std::pair<std::string, std::string>> flatten(const JsonValue& object,
                                                          const std::vector<std::string>& skip = {});
+
+// The value as a document to write (check_json.hpp): members in the same order, a number as the
+// integer or double its text reads as, so that json_text writes back the same values. Of
+// duplicate member names the last value is kept, in the first one's place.
+nlohmann::ordered_json to_json(const JsonValue& v);
 
 // Reads and parses a whole file; InputError names the file when it cannot be read or parsed.
 JsonValue read_json_file(const std::string& path);

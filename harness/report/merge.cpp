@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "check_json.hpp"
 #include "compare.hpp"
 #include "errors.hpp"
-#include "json.hpp"
 #include "report.hpp"
 #include "trial.hpp"
 
@@ -18,47 +18,16 @@ namespace nvfp4 {
 
 namespace {
 
-// ---- composing JSON text from parsed values (JsonValue::text() is compact JSON) ----
-
-std::string quoted(const std::string& s) {
-  std::ostringstream os;
-  JsonWriter(os).value(s);
-  return os.str();
-}
-
-using Members = std::vector<std::pair<std::string, std::string>>;  // key, JSON text of the value
-
-std::string object_text(const Members& members) {
-  std::string s = "{";
-  for (const auto& m : members) s += (s.size() > 1 ? "," : "") + quoted(m.first) + ":" + m.second;
-  return s + "}";
-}
-
-// A parsed value as JSON text (text() writes a string unquoted).
-std::string json_text(const JsonValue& v) { return v.is_string() ? quoted(v.str()) : v.text(); }
-
-std::string array_text(const std::vector<std::string>& texts) {
-  std::string s = "[";
-  for (const auto& t : texts) s += (s.size() > 1 ? "," : "") + t;
-  return s + "]";
-}
-
-std::string strings_text(const std::vector<std::string>& v) {
-  std::vector<std::string> q;
-  for (const auto& s : v) q.push_back(quoted(s));
-  return array_text(q);
-}
-
 // ---- the shard record ----
 
-std::string record_backends_text(const std::vector<ShardRecord::Backend>& backends, bool owned) {
-  std::vector<std::string> out;
+Json record_backends_json(const std::vector<ShardRecord::Backend>& backends, bool owned) {
+  Json out = Json::array();
   for (const auto& b : backends) {
-    Members m{{"name", quoted(b.name)}, {"suite", strings_text(b.suite)}};
-    if (owned) m.push_back({"cases", strings_text(b.owned)});
-    out.push_back(object_text(m));
+    Json m = {{"name", b.name}, {"suite", b.suite}};
+    if (owned) m["cases"] = b.owned;
+    out.push_back(std::move(m));
   }
-  return array_text(out);
+  return out;
 }
 
 // One input of a merge: a shard report and what its record says.
@@ -69,6 +38,9 @@ struct Shard {
   std::string verify;
   std::vector<ShardRecord::Backend> backends;
 };
+
+// A parsed value as JSON text (JsonValue::text() writes a string unquoted).
+std::string value_text(const JsonValue& v) { return json_text(to_json(v)); }
 
 int integer(const JsonValue& v, const std::string& what) {
   const double x = v.number();
@@ -124,9 +96,9 @@ std::string difference(const Shard& a, const Shard& b) {
   const JsonValue &oa = a.report->at("options"), &ob = b.report->at("options");
   for (const auto& m : oa.members()) {
     const JsonValue* other = ob.find(m.first);
-    if (!other || json_text(*other) != json_text(m.second))
-      return "different trial options (" + m.first + ": " + json_text(m.second) + " and " +
-             (other ? json_text(*other) : "absent") + ")";
+    if (!other || value_text(*other) != value_text(m.second))
+      return "different trial options (" + m.first + ": " + value_text(m.second) + " and " +
+             (other ? value_text(*other) : "absent") + ")";
   }
   if (ob.members().size() != oa.members().size()) return "different trial options";
   std::string na, nb;
@@ -146,21 +118,17 @@ const Outcome kOrder[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome:
 
 std::string add_shard_record(const std::string& report, const ShardRecord& record) {
   const JsonValue r = JsonValue::parse(report);
-  const std::string rec = object_text({{"index", std::to_string(record.shard.index)},
-                                       {"count", std::to_string(record.shard.count)},
-                                       {"verify", quoted(record.verify)},
-                                       {"backends", record_backends_text(record.backends, true)}});
-  Members m;
-  bool placed = false;
+  const Json rec = {{"index", record.shard.index},
+                    {"count", record.shard.count},
+                    {"verify", record.verify},
+                    {"backends", record_backends_json(record.backends, true)}};
+  Json out = Json::object();
   for (const auto& kv : r.members()) {
-    m.push_back({kv.first, json_text(kv.second)});
-    if (kv.first == "options") {
-      m.push_back({"shard", rec});
-      placed = true;
-    }
+    out[kv.first] = to_json(kv.second);
+    if (kv.first == "options") out["shard"] = rec;
   }
-  if (!placed) m.push_back({"shard", rec});
-  return object_text(m) + "\n";
+  if (!out.contains("shard")) out["shard"] = rec;
+  return json_text(out) + "\n";
 }
 
 MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vector<std::string>& names,
@@ -247,8 +215,8 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
             if (!seen.count(k.first + " " + k.second + " " + c))
               throw InputError(s->file + " is incomplete: it lacks the trial " + k.first + " " + k.second + " " + c);
 
-  // The merged report, member by member in write_json's order.
-  std::vector<std::string> trials;
+  // The merged report, member by member in report_json's order.
+  Json trials = Json::array();
   std::map<Outcome, int> total;
   int exit_code = 125;
   double elapsed = 0, overhead = 0;
@@ -259,10 +227,9 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
       return position[k.first][a.c] < position[k.first][b.c];
     });
     for (const auto& t : g) {
-      Members m;
-      for (const auto& kv : t.json->members())
-        m.push_back({kv.first, kv.first == "index" ? std::to_string(trials.size() + 1) : json_text(kv.second)});
-      trials.push_back(object_text(m));
+      Json trial = to_json(*t.json);
+      if (trial.contains("index")) trial["index"] = trials.size() + 1;
+      trials.push_back(std::move(trial));
       overhead += t.json->number_or("overhead_s", 0);
       Outcome o = Outcome::Skip;
       outcome_of(t.json->str_or("outcome", ""), o);
@@ -275,19 +242,19 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
   std::map<std::string, size_t> canonical;
   for (const auto& b : suites)
     for (const auto& c : b.suite) canonical.emplace(c, canonical.size());
-  std::vector<std::pair<size_t, std::string>> cases;
+  std::vector<std::pair<size_t, const JsonValue*>> cases;
   std::set<std::string> case_seen;
   for (const Shard* s : by_index)
     for (const auto& c : s->report->at("cases").items()) {
       const std::string name = c.str_or("name", "");
       if (!case_seen.insert(name).second) continue;
       const auto it = canonical.find(name);
-      cases.push_back({it == canonical.end() ? canonical.size() : it->second, json_text(c)});
+      cases.push_back({it == canonical.end() ? canonical.size() : it->second, &c});
     }
   std::stable_sort(cases.begin(), cases.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> case_texts;
-  for (const auto& c : cases) case_texts.push_back(c.second);
+  Json case_list = Json::array();
+  for (const auto& c : cases) case_list.push_back(to_json(*c.second));
   // Backends: each once; an entry where it was available is preferred.
   std::vector<std::string> backend_order;
   std::map<std::string, const JsonValue*> backend;
@@ -299,19 +266,20 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
       if (!backend.count(name)) backend_order.push_back(name);
       if (!backend.count(name) || ok) backend[name] = &b;
     }
-  std::vector<std::string> backend_texts;
-  for (const auto& n : backend_order) backend_texts.push_back(json_text(*backend[n]));
-  std::vector<std::string> verdicts, files;
+  Json backends = Json::array();
+  for (const auto& n : backend_order) backends.push_back(to_json(*backend[n]));
+  Json verdicts = Json::array();
+  std::vector<std::string> files;
   for (const Shard* s : by_index) {
     files.push_back(s->file);
     if (const JsonValue* v = s->report->find("verdicts"); v && v->is_array())
-      for (const auto& x : v->items()) verdicts.push_back(json_text(x));
+      for (const auto& x : v->items()) verdicts.push_back(to_json(x));
   }
-  Members summary;
-  for (Outcome o : kOrder) summary.push_back({outcome_name(o), std::to_string(total[o])});
+  Json summary = Json::object();
+  for (Outcome o : kOrder) summary[outcome_name(o)] = total[o];
   // The shards' reference caches and comparisons, each count summed (the first shard's directory;
   // the first rejection any shard reported). Reports written before these members have none.
-  Members cache_members, comparisons;
+  Json cache = Json::object(), comparisons = Json::object();
   {
     bool enabled = false;
     std::string dir, first_rejection;
@@ -329,43 +297,39 @@ MergedReport merge_reports(const std::vector<JsonValue>& reports, const std::vec
       if (const JsonValue* c = s->report->find("comparisons"))
         for (const char* k : {"scanned", "reused"}) compared[k] += int64_t(c->number_or(k, 0));
     }
-    cache_members.push_back({"enabled", enabled ? "true" : "false"});
+    cache["enabled"] = enabled;
     if (enabled) {
-      cache_members.push_back({"dir", quoted(dir)});
-      for (const char* k : {"hits", "computed", "rejected", "write_failures", "evicted"})
-        cache_members.push_back({k, std::to_string(counts[k])});
-      if (!first_rejection.empty()) cache_members.push_back({"first_rejection", quoted(first_rejection)});
+      cache["dir"] = dir;
+      for (const char* k : {"hits", "computed", "rejected", "write_failures", "evicted"}) cache[k] = counts[k];
+      if (!first_rejection.empty()) cache["first_rejection"] = first_rejection;
     }
-    for (const char* k : {"scanned", "reused"}) comparisons.push_back({k, std::to_string(compared[k])});
+    for (const char* k : {"scanned", "reused"}) comparisons[k] = compared[k];
   }
 
   const JsonValue& first = *by_index.front()->report;
-  const std::string record = object_text({{"count", std::to_string(count)},
-                                          {"merged_from", strings_text(files)},
-                                          {"verify", quoted(by_index.front()->verify)},
-                                          {"backends", record_backends_text(suites, false)}});
-  char secs[40], over[40];
-  std::snprintf(secs, sizeof secs, "%.17g", elapsed);
-  std::snprintf(over, sizeof over, "%.17g", overhead);
+  Json doc;
+  doc["schema"] = kReportSchema;
+  doc["tool"] = to_json(first.at("tool"));
+  doc["mode"] = "verify";
+  doc["command"] = command;
+  doc["exit_code"] = exit_code;
+  doc["elapsed_s"] = elapsed;
+  doc["overhead_s"] = overhead;
+  doc["reference_cache"] = std::move(cache);
+  doc["comparisons"] = std::move(comparisons);
+  doc["options"] = to_json(first.at("options"));
+  doc["shard"] = {{"count", count},
+                  {"merged_from", files},
+                  {"verify", by_index.front()->verify},
+                  {"backends", record_backends_json(suites, false)}};
+  doc["backends"] = std::move(backends);
+  doc["cases"] = std::move(case_list);
+  doc["trials"] = std::move(trials);
+  doc["verdicts"] = std::move(verdicts);
+  doc["summary"] = std::move(summary);
   MergedReport out;
   out.exit_code = exit_code;
-  out.json = object_text({{"schema", std::to_string(kReportSchema)},
-                          {"tool", json_text(first.at("tool"))},
-                          {"mode", quoted("verify")},
-                          {"command", quoted(command)},
-                          {"exit_code", std::to_string(exit_code)},
-                          {"elapsed_s", secs},
-                          {"overhead_s", over},
-                          {"reference_cache", object_text(cache_members)},
-                          {"comparisons", object_text(comparisons)},
-                          {"options", json_text(first.at("options"))},
-                          {"shard", record},
-                          {"backends", array_text(backend_texts)},
-                          {"cases", array_text(case_texts)},
-                          {"trials", array_text(trials)},
-                          {"verdicts", array_text(verdicts)},
-                          {"summary", object_text(summary)}}) +
-             "\n";
+  out.json = json_text(doc) + "\n";
   out.report = JsonValue::parse(out.json);
   return out;
 }

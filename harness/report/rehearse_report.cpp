@@ -339,7 +339,9 @@ std::string rehearsal_json(const Rehearsal& r) {
     modes.push_back(mj);
   }
   j["modes"] = modes;
-  return j.dump(1) + "\n";
+  // A child's log may hold any bytes: those that are not UTF-8 become U+FFFD (as json_text does,
+  // check_json.hpp) instead of making the whole report unwritable.
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace nvfp4

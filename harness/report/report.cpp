@@ -7,9 +7,9 @@
 #include <map>
 #include <sstream>
 
+#include "check_json.hpp"
 #include "check_report.hpp"
 #include "formats.hpp"
-#include "json.hpp"
 #include "json_read.hpp"
 #include "lattice.hpp"
 
@@ -324,172 +324,165 @@ void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_
   print_report_summary(os, JsonValue::parse(json.str()), list_failures);
 }
 
-namespace {
-
-
-}  // namespace
-
-void write_json(std::ostream& os, const Session& s, const std::string& mode, const std::string& command,
-                int exit_code, const std::function<void(JsonWriter&)>& extra) {
-  JsonWriter j(os);
+Json report_json(const Session& s, const std::string& mode, const std::string& command, int exit_code) {
   const TrialOptions& o = s.options();
-  j.begin_object();
-  j.key("schema").value(kReportSchema);
-  j.key("tool").value("nvfp4-dual harness");
-  j.key("mode").value(mode);
-  j.key("command").value(command);
-  j.key("exit_code").value(exit_code);
-  j.key("elapsed_s").value(s.elapsed());
+  Json j;
+  j["schema"] = kReportSchema;
+  j["tool"] = "nvfp4-dual harness";
+  j["mode"] = mode;
+  j["command"] = command;
+  j["exit_code"] = exit_code;
+  j["elapsed_s"] = s.elapsed();
   double overhead = 0;
   for (const auto& r : s.results()) overhead += r.overhead();
-  j.key("overhead_s").value(overhead);
+  j["overhead_s"] = overhead;
   // The on-disk reference store (reference_store.hpp): this run's hits, computations and problems.
-  j.key("reference_cache").begin_object();
+  Json cache;
   if (const ReferenceStore* store = s.cache().store()) {
     const ReferenceStoreStats st = store->stats();
-    j.key("enabled").value(true).key("dir").value(store->dir());
-    j.key("hits").value(st.hits).key("computed").value(st.computed).key("rejected").value(st.rejected);
-    j.key("write_failures").value(st.write_failures).key("evicted").value(st.evicted);
-    if (!st.first_rejection.empty()) j.key("first_rejection").value(st.first_rejection);
+    cache = {{"enabled", true},          {"dir", store->dir()},
+             {"hits", st.hits},          {"computed", st.computed},
+             {"rejected", st.rejected},  {"write_failures", st.write_failures},
+             {"evicted", st.evicted}};
+    if (!st.first_rejection.empty()) cache["first_rejection"] = st.first_rejection;
   } else {
-    j.key("enabled").value(false);
+    cache = {{"enabled", false}};
   }
-  j.end_object();
+  j["reference_cache"] = std::move(cache);
   // The parent's own time (lattice.hpp Session::ParentTimes).
-  j.key("parent_s").begin_object();
-  j.key("references").value(s.parent_times().references).key("evaluation").value(s.parent_times().evaluation);
-  j.end_object();
+  j["parent_s"] = {{"references", s.parent_times().references}, {"evaluation", s.parent_times().evaluation}};
   // Output comparisons scanned, and those served by the memo (comparison_memo.hpp).
-  j.key("comparisons").begin_object();
-  j.key("scanned").value(s.cache().memo().scanned()).key("reused").value(s.cache().memo().reused());
-  j.end_object();
-  j.key("options").begin_object();
-  j.key("warmup").value(o.warmup).key("runs").value(o.runs);
-  j.key("fresh").value(input_set_name(o.fresh));
-  j.key("budgets_s").begin_object();
-  for (const auto& s : kStages)
-    if (has_own_budget(s.id) && (s.id != Stage::Time || o.bench)) j.key(s.name).value(o.budget[s.id]);
-  j.key("trial").value(o.budget.trial);
-  j.end_object();
-  if (o.bench) {
-    j.key("bench").begin_object();
-    j.key("rse").value(o.timing.rse).key("max_time_s").value(o.timing.max_time_s);
-    j.key("min_reps").value(o.timing.min_reps).key("max_reps").value(o.timing.max_reps);
-    j.end_object();
-  }
-  j.key("faults").begin_array();
-  for (const auto& f : o.faults) j.value(f.str());
-  j.end_array();
-  j.key("tune_cache").value(o.plan.tune_cache_dir);
-  j.end_object();
+  j["comparisons"] = {{"scanned", s.cache().memo().scanned()}, {"reused", s.cache().memo().reused()}};
+  Json options = {{"warmup", o.warmup}, {"runs", o.runs}, {"fresh", input_set_name(o.fresh)}};
+  Json budgets = Json::object();
+  for (const auto& st : kStages)
+    if (has_own_budget(st.id) && (st.id != Stage::Time || o.bench)) budgets[st.name] = o.budget[st.id];
+  budgets["trial"] = o.budget.trial;
+  options["budgets_s"] = std::move(budgets);
+  if (o.bench)
+    options["bench"] = {{"rse", o.timing.rse},
+                        {"max_time_s", o.timing.max_time_s},
+                        {"min_reps", o.timing.min_reps},
+                        {"max_reps", o.timing.max_reps}};
+  Json faults = Json::array();
+  for (const auto& f : o.faults) faults.push_back(f.str());
+  options["faults"] = std::move(faults);
+  options["tune_cache"] = o.plan.tune_cache_dir;
+  j["options"] = std::move(options);
 
-  j.key("backends").begin_array();
+  Json backends = Json::array();
   for (const auto& kv : s.backends()) {
     const auto& b = kv.second;
-    j.begin_object();
-    j.key("name").value(b.name).key("available").value(b.available);
-    if (!b.available) j.key("reason").value(b.reason).key("probe_outcome").value(outcome_name(b.probe_outcome));
-    j.key("optimizations").array(b.optimizations);
-    j.end_object();
+    Json be = {{"name", b.name}, {"available", b.available}};
+    if (!b.available) {
+      be["reason"] = b.reason;
+      be["probe_outcome"] = outcome_name(b.probe_outcome);
+    }
+    be["optimizations"] = b.optimizations;
+    backends.push_back(std::move(be));
   }
-  j.end_array();
+  j["backends"] = std::move(backends);
 
-  j.key("cases").begin_array();
+  Json cases = Json::array();
   for (const auto& info : s.cache().seen()) {
-    j.begin_object();
-    j.key("name").value(info->spec.name());
-    j.key("shape").value(info->ref.shape.str());
-    if (info->spec.from_dir()) j.key("inputs").value(info->spec.inputs_dir);
-    else j.key("dist").value(info->spec.dist).key("seed").value(uint64_t(info->spec.seed));
-    j.key("alpha1").value(double(info->alpha1)).key("alpha2").value(double(info->alpha2));
-    j.key("degenerate").value(info->degeneracy.degenerate());
-    j.key("degeneracy").begin_object();
-    j.key("inf").value(info->degeneracy.inf).key("nan").value(info->degeneracy.nan);
-    j.key("zero").value(info->degeneracy.zero).key("total").value(info->degeneracy.total);
-    j.end_object();
-    j.key("warnings").array(info->warnings);
-    j.key("reference_s").value(info->reference_seconds);
-    j.end_object();
+    Json c = {{"name", info->spec.name()}, {"shape", info->ref.shape.str()}};
+    if (info->spec.from_dir()) {
+      c["inputs"] = info->spec.inputs_dir;
+    } else {
+      c["dist"] = info->spec.dist;
+      c["seed"] = uint64_t(info->spec.seed);
+    }
+    c["alpha1"] = double(info->alpha1);
+    c["alpha2"] = double(info->alpha2);
+    const Degeneracy& d = info->degeneracy;
+    c["degenerate"] = d.degenerate();
+    c["degeneracy"] = {{"inf", d.inf}, {"nan", d.nan}, {"zero", d.zero}, {"total", d.total}};
+    c["warnings"] = info->warnings;
+    c["reference_s"] = info->reference_seconds;
+    cases.push_back(std::move(c));
   }
-  j.end_array();
+  j["cases"] = std::move(cases);
 
-  j.key("trials").begin_array();
+  Json trials = Json::array();
   int index = 0;
   for (const auto& r : s.results()) {
-    j.begin_object();
-    j.key("index").value(++index);
-    j.key("backend").value(r.spec.backend);
-    j.key("combo").value(r.spec.combo.str());
-    j.key("case").begin_object();
-    j.key("name").value(r.spec.c.name());
+    Json t;
+    t["index"] = ++index;
+    t["backend"] = r.spec.backend;
+    t["combo"] = r.spec.combo.str();
+    Json c = {{"name", r.spec.c.name()}};
     if (r.spec.c.from_dir()) {
-      j.key("inputs").value(r.spec.c.inputs_dir).key("batch_last").value(r.spec.c.batch_last);
+      c["inputs"] = r.spec.c.inputs_dir;
+      c["batch_last"] = r.spec.c.batch_last;
     } else {
-      j.key("shape").value(r.spec.c.shape.str()).key("dist").value(r.spec.c.dist);
-      j.key("seed").value(uint64_t(r.spec.c.seed));
+      c["shape"] = r.spec.c.shape.str();
+      c["dist"] = r.spec.c.dist;
+      c["seed"] = uint64_t(r.spec.c.seed);
     }
-    j.key("alpha1").value(double(r.spec.c.alpha1)).key("alpha2").value(double(r.spec.c.alpha2));
-    j.end_object();
-    j.key("outcome").value(outcome_name(r.outcome));
-    if (!r.stage.empty()) j.key("stage").value(r.stage).key("stage_elapsed_s").value(r.stage_elapsed);
-    j.key("message").value(r.message);
-    if (!r.blocked_by.empty()) j.key("blocked_by").value(r.blocked_by);
-    j.key("wall_s").value(r.wall);
-    if (r.wall > 0) j.key("overhead_s").value(r.overhead());
-    if (r.child_pid > 0) j.key("child_pid").value(r.child_pid);
-    if (!r.device.empty()) j.key("device").value(r.device);
-    j.key("path").value(r.describe);
-    j.key("stages").begin_array();
-    for (const auto& st : r.stages) {
-      j.begin_object();
-      j.key("stage").value(st.stage).key("seconds").value(st.seconds).key("completed").value(st.completed);
-      j.end_object();
+    c["alpha1"] = double(r.spec.c.alpha1);
+    c["alpha2"] = double(r.spec.c.alpha2);
+    t["case"] = std::move(c);
+    t["outcome"] = outcome_name(r.outcome);
+    if (!r.stage.empty()) {
+      t["stage"] = r.stage;
+      t["stage_elapsed_s"] = r.stage_elapsed;
     }
-    j.end_array();
-    j.key("notes").array(r.notes);
-    if (!r.child_log.empty()) j.key("child_log").value(r.child_log);
+    t["message"] = r.message;
+    if (!r.blocked_by.empty()) t["blocked_by"] = r.blocked_by;
+    t["wall_s"] = r.wall;
+    if (r.wall > 0) t["overhead_s"] = r.overhead();
+    if (r.child_pid > 0) t["child_pid"] = r.child_pid;
+    if (!r.device.empty()) t["device"] = r.device;
+    t["path"] = r.describe;
+    Json stages = Json::array();
+    for (const auto& st : r.stages)
+      stages.push_back(Json{{"stage", st.stage}, {"seconds", st.seconds}, {"completed", st.completed}});
+    t["stages"] = std::move(stages);
+    t["notes"] = r.notes;
+    if (!r.child_log.empty()) t["child_log"] = r.child_log;
     if (r.compared) {
-      j.key("degenerate").value(r.degenerate);
-      j.key("warnings").array(r.warnings);
-      j.key("over_tolerance_per_call").array(r.over_per_call);
-      j.key("input_set_per_call").array(r.set_per_call);
-      j.key("warmup_input_set").value(warmup_set(r.spec.options.runs));
-      j.key("output_matches_set_per_call").array(r.matches_set_per_call);  // -1: none
-      j.key("metrics_call").value(r.cmp_call);
-      j.key("metrics");
-      write_comparison_json(j, r.cmp);
-      if (!r.configs_checked.empty()) {
-        j.key("configs").begin_object();
-        j.key("checked").array(r.configs_checked);
-        j.key("failing").array(r.configs_failing);
-        j.end_object();
-      }
+      t["degenerate"] = r.degenerate;
+      t["warnings"] = r.warnings;
+      t["over_tolerance_per_call"] = r.over_per_call;
+      t["input_set_per_call"] = r.set_per_call;
+      t["warmup_input_set"] = warmup_set(r.spec.options.runs);
+      t["output_matches_set_per_call"] = r.matches_set_per_call;  // -1: none
+      t["metrics_call"] = r.cmp_call;
+      t["metrics"] = comparison_json(r.cmp);
+      if (!r.configs_checked.empty())
+        t["configs"] = {{"checked", r.configs_checked}, {"failing", r.configs_failing}};
     }
     if (r.timed) {
-      const Timing& t = r.timing.t;
-      j.key("timing").begin_object();
-      j.key("reps").value(t.reps).key("median_us").value(t.median * 1e6).key("min_us").value(t.min * 1e6);
-      j.key("mean_us").value(t.mean * 1e6).key("stdev_us").value(t.stdev * 1e6).key("median_rse").value(t.rse);
-      j.key("b2b_us").value(r.timing.b2b * 1e6).key("b2b_calls").value(r.timing.b2b_calls);
-      j.end_object();
+      const Timing& tm = r.timing.t;
+      t["timing"] = {{"reps", tm.reps},
+                     {"median_us", tm.median * 1e6},
+                     {"min_us", tm.min * 1e6},
+                     {"mean_us", tm.mean * 1e6},
+                     {"stdev_us", tm.stdev * 1e6},
+                     {"median_rse", tm.rse},
+                     {"b2b_us", r.timing.b2b * 1e6},
+                     {"b2b_calls", r.timing.b2b_calls}};
     }
-    j.key("reproducer").value(reproducer(r.spec, s.program()));
-    j.end_object();
+    t["reproducer"] = reproducer(r.spec, s.program());
+    trials.push_back(std::move(t));
   }
-  j.end_array();
-  j.key("verdicts").array(s.verdicts);
-  j.key("summary").begin_object();
+  j["trials"] = std::move(trials);
+  j["verdicts"] = s.verdicts;
+  Json summary = Json::object();
   const Outcome order[] = {Outcome::Pass, Outcome::Fail, Outcome::Error, Outcome::Crash,
                            Outcome::Timeout, Outcome::Skip, Outcome::Blocked};
   for (Outcome oc : order) {
     int n = 0;
     for (const auto& r : s.results()) n += r.outcome == oc;
-    j.key(outcome_name(oc)).value(n);
+    summary[outcome_name(oc)] = n;
   }
-  j.end_object();
-  if (extra) extra(j);
-  j.end_object();
-  os << "\n";
+  j["summary"] = std::move(summary);
+  return j;
+}
+
+void write_json(std::ostream& os, const Session& s, const std::string& mode, const std::string& command,
+                int exit_code) {
+  os << json_text(report_json(s, mode, command, exit_code)) << "\n";
 }
 
 }  // namespace nvfp4

@@ -3,7 +3,7 @@
 // this file only formats.
 #pragma once
 #include <map>
-#include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -55,12 +55,13 @@ void print_summary(std::ostream& os, const Session& s, int exit_code, bool list_
 // line and the verdicts. print_summary renders a run's through it.
 void print_report_summary(std::ostream& os, const JsonValue& report, bool list_failures = true);
 
-class JsonWriter;
-// The whole session as JSON (every trial: outcome, stage times, metrics, reproducer; a bench
-// trial's "timing"). `extra`, when given, writes more members of the top-level object (the bench
-// mode's device, method and shapes: bench.hpp).
-void write_json(std::ostream& os, const Session& s, const std::string& mode,
-                const std::string& command, int exit_code,
-                const std::function<void(JsonWriter&)>& extra = nullptr);
+// The whole session as the JSON report (every trial: outcome, stage times, metrics, reproducer; a
+// bench trial's "timing"). A caller may append members (the bench mode's device, method and shapes:
+// bench.hpp) before writing it with json_text (check_json.hpp).
+nlohmann::ordered_json report_json(const Session& s, const std::string& mode, const std::string& command,
+                                   int exit_code);
+// report_json's text and a line break.
+void write_json(std::ostream& os, const Session& s, const std::string& mode, const std::string& command,
+                int exit_code);
 
 }  // namespace nvfp4

@@ -211,8 +211,9 @@ struct ChildReport {
   std::vector<std::vector<uint16_t>> config_outputs;
   std::vector<int> config_sets;
   std::vector<std::string> config_names;
-  // Load probe: what the loaded plugin declares, one entry per `manifest` message: {"backend",
-  // NAME, SUMMARY} then {"optimization", NAME, STAGES (comma-joined), SUMMARY} for each.
+  // Load probe: what the loaded module or plugin registered, one entry per `manifest` message:
+  // {"backend", NAME, SUMMARY} then {"optimization", NAME, STAGES (comma-joined), SUMMARY, KIND
+  // (variant or wrapper), ORDER} for each.
   std::vector<std::vector<std::string>> manifest;
 };
 

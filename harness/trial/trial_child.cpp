@@ -102,13 +102,14 @@ void write_file(const std::string& path, const void* data, size_t bytes) {
 }
 
 
-// The backend and its optimizations as registered in this child (after its module loaded): the
-// load probe's manifest lines, with the kind and wrapper order the parent's lattice needs. None
-// when the module did not register the backend its file is named after.
+// The backend and its optimizations as registered in this child (after its module or plugin
+// loaded): the load probe's manifest lines, with the kind and wrapper order the parent's lattice
+// needs (external.cpp probe_manifest reads them back). None when the module did not register the
+// backend its file is named after.
 void send_manifest(Channel& ch, const Registry& reg, const std::string& backend) {
   if (const Backend* b = reg.backend(backend)) {
     ch.send("manifest", {"backend", b->name, b->summary});
-    for (const auto* o : reg.optimizations(b->name)) {
+    for (const OptimizationManifest* o : reg.optimizations(b->name)) {
       std::string stages;
       for (Stage s : o->stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(s);
       ch.send("manifest", {"optimization", o->name, stages, o->summary,
@@ -198,13 +199,8 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       register_plugin(plugin);
     });
     if (loaded) *loaded = plugin;
-    if (t.backend.empty()) {  // the load probe: what the plugin declares
-      ch.send("manifest", {"backend", plugin->backend_name(), reg.backend(plugin->backend_name())->summary});
-      for (const auto& po : plugin->optimizations) {
-        std::string stages;
-        for (Stage s : po.stages) stages += std::string(stages.empty() ? "" : ",") + stage_name(s);
-        ch.send("manifest", {"optimization", po.name, stages, po.summary});
-      }
+    if (t.backend.empty()) {  // the load probe: what the plugin declares, as registered
+      send_manifest(ch, reg, plugin->backend_name());
       return;
     }
     if (plugin->backend_name() != t.backend)

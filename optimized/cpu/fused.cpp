@@ -92,12 +92,10 @@ class FusedPlan : public HostPlan {
 };
 
 const bool registered = register_optimization(Optimization{
+    OptimizationManifest{"fused",
+                         "single pass over row blocks of A: both GEMMs and the epilogue per block, no full G/U",
+                         OptKind::Variant, 0, {}},
     "cpu",
-    "fused",
-    "single pass over row blocks of A: both GEMMs and the epilogue per block, no full G/U",
-    OptKind::Variant,
-    0,
-    {},
     [](const Problem& p, const PlanOptions&) -> std::unique_ptr<Plan> {
       return std::make_unique<FusedPlan>(p);
     },

@@ -22,9 +22,9 @@
 
 #include "bench.hpp"
 #include "cases.hpp"
+#include "check_json.hpp"
 #include "compare.hpp"
 #include "errors.hpp"
-#include "json.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
 
@@ -51,17 +51,20 @@ void time_row(Plan& plan, const TimingRule& rule, Row& r) {
   r.b2b = plan.back_to_back(plan, n);
 }
 
-void row_json(JsonWriter& j, const Row& r) {
-  j.begin_object();
-  j.key("combo").value(r.combo).key("outcome").value(r.outcome).key("message").value(r.message);
-  j.key("describe").value(r.describe).key("check").value(r.check);
-  j.key("stages_s").begin_object();
-  j.key("init").value(r.init_s).key("tune").value(r.tune_s).key("capture").value(r.capture_s);
-  j.end_object();
-  j.key("reps").value(r.t.reps).key("median_us").value(r.t.median * 1e6).key("min_us").value(r.t.min * 1e6);
-  j.key("mean_us").value(r.t.mean * 1e6).key("stdev_us").value(r.t.stdev * 1e6).key("median_rse").value(r.t.rse);
-  j.key("b2b_us").value(r.b2b * 1e6);
-  j.end_object();
+Json row_json(const Row& r) {
+  return Json{{"combo", r.combo},
+              {"outcome", r.outcome},
+              {"message", r.message},
+              {"describe", r.describe},
+              {"check", r.check},
+              {"stages_s", {{"init", r.init_s}, {"tune", r.tune_s}, {"capture", r.capture_s}}},
+              {"reps", r.t.reps},
+              {"median_us", r.t.median * 1e6},
+              {"min_us", r.t.min * 1e6},
+              {"mean_us", r.t.mean * 1e6},
+              {"stdev_us", r.t.stdev * 1e6},
+              {"median_rse", r.t.rse},
+              {"b2b_us", r.b2b * 1e6}};
 }
 
 // The yardstick rows (eager, graph) of one shape.
@@ -132,40 +135,34 @@ int run_extras(const BenchExtrasRequest& rq) {
 
   std::ofstream os(rq.out);
   if (!os) throw std::runtime_error("cannot write " + rq.out);
-  JsonWriter j(os);
-  j.begin_object();
-  j.key("device").begin_object();
-  j.key("name").value(dev.name);
-  j.key("cc").value(std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor));
-  j.key("sm_count").value(dev.sm_count);
-  j.key("l2_bytes").value(uint64_t(dev.l2_bytes));
-  j.key("driver_version").value(dev.driver_version);
-  j.key("runtime_version").value(dev.runtime_version);
-  j.key("cublaslt_version").value(uint64_t(dev.cublaslt_version));
-  j.end_object();
-  j.key("context_s").value(context_s);
-  j.key("peak_bf16_tflops").value(peak * 1e-12);
-  j.key("shapes").begin_array();
+  Json j;
+  j["device"] = {{"name", dev.name},
+                 {"cc", std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor)},
+                 {"sm_count", dev.sm_count},
+                 {"l2_bytes", uint64_t(dev.l2_bytes)},
+                 {"driver_version", dev.driver_version},
+                 {"runtime_version", dev.runtime_version},
+                 {"cublaslt_version", uint64_t(dev.cublaslt_version)}};
+  j["context_s"] = context_s;
+  j["peak_bf16_tflops"] = peak * 1e-12;
+  Json shapes = Json::array();
   for (const auto& text : split_commas(rq.shapes)) {
     CaseSpec c;
     c.shape = Shape::parse(text);
     c.dist = rq.dist;
     c.seed = rq.seed;
     const Problem p = c.make();
-    j.begin_object();
-    j.key("shape").value(c.shape.str());
-    j.key("yardstick").begin_array();
+    Json yard = Json::array();
     if (rq.yardstick) {
       ReferenceOptions ro;
       ro.abs_sums = true;
       const ReferenceResult ref = compute_reference(p, ro);
       Row eager, graph;
       yardstick(p, ref, rq.rule, eager, graph);
-      row_json(j, eager);
-      row_json(j, graph);
+      yard.push_back(row_json(eager));
+      yard.push_back(row_json(graph));
     }
-    j.end_array();
-    j.key("plain_parts").begin_array();
+    Json parts = Json::array();
     if (rq.parts)
       for (const auto part : {gpu::PlainPart::DecodeA, gpu::PlainPart::Epilogue}) {
         Row r;
@@ -181,15 +178,12 @@ int run_extras(const BenchExtrasRequest& rq) {
           r.t = Timing{};
           r.b2b = NAN;
         }
-        row_json(j, r);
+        parts.push_back(row_json(r));
       }
-    j.end_array();
-    j.end_object();
-    os.flush();
+    shapes.push_back(Json{{"shape", c.shape.str()}, {"yardstick", std::move(yard)}, {"plain_parts", std::move(parts)}});
   }
-  j.end_array();
-  j.end_object();
-  os << "\n";
+  j["shapes"] = std::move(shapes);
+  os << json_text(j) << "\n";
   return os ? 0 : 1;
 }
 

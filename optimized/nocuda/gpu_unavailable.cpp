@@ -27,8 +27,8 @@ const bool registered = register_backend(Backend{
 const bool registered_autotune = register_optimization(autotune_for("gpu"));
 
 bool register_unavailable() {
-  for (const ListedOptimization& l : listed_optimizations()) {
-    if (std::string(l.backend) != "gpu") continue;
+  for (const Optimization& l : listed_optimizations()) {
+    if (l.backend != "gpu") continue;
     register_listed(
         l.backend, l.name,
         [](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {

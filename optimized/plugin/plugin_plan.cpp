@@ -118,7 +118,9 @@ std::shared_ptr<const LoadedPlugin> load_plugin(const std::string& path) {
     if (!seen.insert(o.name).second) throw InputError(where + "optimization '" + o.name + "' listed twice");
     if (o.stages & ~(NVFP4_PLUGIN_STAGE_TUNE | NVFP4_PLUGIN_STAGE_CAPTURE))
       throw InputError(where + "optimization '" + o.name + "' declares unknown stage bits");
-    PluginOptimization po{o.name, text_or(o.summary, ""), {}};
+    OptimizationManifest po;  // a Wrapper of order 0
+    po.name = o.name;
+    po.summary = text_or(o.summary, "");
     if (o.stages & NVFP4_PLUGIN_STAGE_TUNE) {
       if (!api->tune)
         throw InputError(where + "optimization '" + o.name + "' adds stage tune but entry point tune is NULL");
@@ -171,7 +173,7 @@ PluginPlan::~PluginPlan() {
 void PluginPlan::create() {
   for (const auto& name : combo_.opts) {
     const auto& offered = plugin_->optimizations;
-    if (std::none_of(offered.begin(), offered.end(), [&](const PluginOptimization& o) { return o.name == name; }))
+    if (std::none_of(offered.begin(), offered.end(), [&](const OptimizationManifest& o) { return o.name == name; }))
       throw InputError(plugin_->backend_name() + " offers no optimization '" + name + "'");
   }
   const nvfp4_plugin_shape s = shape_of(problem_.shape);
@@ -282,13 +284,7 @@ PluginRegistration plugin_registration(std::shared_ptr<const LoadedPlugin> plugi
     return make_plugin_plan(plugin, c, p);
   };
   for (const auto& po : plugin->optimizations) {
-    Optimization o;
-    o.backend = backend;
-    o.name = po.name;
-    o.summary = po.summary;
-    o.kind = OptKind::Wrapper;
-    o.order = 0;
-    o.stages = po.stages;
+    Optimization o{po, backend};
     const std::string name = po.name;
     o.supports = [plugin, name](const Shape& s) { return plugin_supports(*plugin, Combo::parse(name), s); };
     o.wrap = [backend, name](std::unique_ptr<Plan> inner, const PlanOptions&) -> std::unique_ptr<Plan> {

@@ -31,16 +31,13 @@
 
 namespace nvfp4 {
 
-struct PluginOptimization {
-  std::string name, summary;
-  std::vector<Stage> stages;  // Tune, Capture
-};
-
 // A plugin library opened in this process, with its table checked.
 struct LoadedPlugin {
   std::string path;  // as given to load_plugin
   std::string name, summary;
-  std::vector<PluginOptimization> optimizations;  // as the plugin lists them
+  // As the plugin lists them: each a Wrapper of order 0 (the plugin builds every combination itself)
+  // adding the stages its bits declare (Tune, Capture).
+  std::vector<OptimizationManifest> optimizations;
   const nvfp4_plugin_v1* api = nullptr;
   void* library = nullptr;  // dlopen handle (never closed)
 

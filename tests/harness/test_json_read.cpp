@@ -1,5 +1,5 @@
 // test_json_read.cpp — the JSON reader (harness/report/json_read.hpp) that the JUnit and HTML writers use:
-// round trips through the report's own writer (json.hpp), the escapes and UTF-8 it must handle,
+// round trips through the report's own writer (check_json.hpp json_text), the escapes and UTF-8 it must handle,
 // the errors it must refuse without crashing, and the harness's real report, whose case names
 // must read back exactly as the harness prints them.
 #include <doctest/doctest.h>
@@ -8,30 +8,32 @@
 #include <sstream>
 #include <string>
 
+#include "check_json.hpp"
 #include "errors.hpp"
 #include "harness_cli.hpp"
-#include "json.hpp"
 #include "json_read.hpp"
 
 using namespace nvfp4;
 
-TEST_CASE("json_read: what JsonWriter writes reads back") {
-  std::ostringstream os;
-  JsonWriter j(os);
-  j.begin_object();
-  j.key("text").value(std::string("quote \" backslash \\ tab \t line\n ctrl \x01 end"));
-  j.key("big").value(uint64_t(18446744073709551615ull)).key("neg").value(int64_t(-42));
-  j.key("pi").value(3.141592653589793).key("inf").value(INFINITY).key("yes").value(true);
-  j.key("list").begin_array().value(1).begin_object().key("a").value("b").end_object().begin_array().end_array();
-  j.end_array();
-  j.key("empty").begin_object().end_object();
-  j.end_object();
-  const JsonValue v = JsonValue::parse(os.str());
+TEST_CASE("json_read: what json_text writes reads back") {
+  Json j;
+  j["text"] = "quote \" backslash \\ tab \t line\n ctrl \x01 end";
+  j["big"] = uint64_t(18446744073709551615ull);
+  j["neg"] = int64_t(-42);
+  j["pi"] = 3.141592653589793;
+  j["tenth"] = 0.1;
+  j["inf"] = INFINITY;
+  j["yes"] = true;
+  j["list"] = Json::array({1, Json{{"a", "b"}}, Json::array()});
+  j["empty"] = Json::object();
+  const std::string text = json_text(j);
+  const JsonValue v = JsonValue::parse(text);
   CHECK(v.at("text").str() == "quote \" backslash \\ tab \t line\n ctrl \x01 end");
   CHECK(v.at("big").text() == "18446744073709551615");  // the number as written, not via double
   CHECK(v.at("neg").number() == -42);
   CHECK(v.at("pi").number() == 3.141592653589793);
-  CHECK(v.at("inf").is_null());  // the writer's non-finite
+  CHECK(v.at("tenth").text() == "0.1");  // the shortest text that reads back as the same double
+  CHECK(v.at("inf").is_null());          // the writer's non-finite
   CHECK(v.at("yes").boolean());
   REQUIRE(v.at("list").items().size() == 3);
   CHECK(v.at("list").items()[1].str_or("a", "") == "b");
@@ -39,8 +41,19 @@ TEST_CASE("json_read: what JsonWriter writes reads back") {
   // Members stay in written order (the HTML histogram relies on it).
   std::string order;
   for (const auto& m : v.members()) order += m.first + ",";
-  CHECK(order == "text,big,neg,pi,inf,yes,list,empty,");
+  CHECK(order == "text,big,neg,pi,tenth,inf,yes,list,empty,");
   CHECK(v.at("list").text() == "[1,{\"a\":\"b\"},[]]");
+  // ... and what is read copies back to the same text (merge and bench copy what they read).
+  CHECK(json_text(to_json(v)) == text);
+}
+
+TEST_CASE("json_read: json_text writes NaN and infinities as null and every document as UTF-8") {
+  const Json j = {{"nan", NAN}, {"inf", INFINITY}, {"-inf", -INFINITY}, {"max", 1.7976931348623157e308}};
+  CHECK(json_text(j) == R"({"nan":null,"inf":null,"-inf":null,"max":1.7976931348623157e+308})");
+  // A child's log may hold any bytes: those that are not UTF-8 become U+FFFD, valid ones stay, and
+  // writing never throws.
+  const Json log = {{"child_log", "a\xFF\xC3\xA9z"}};
+  CHECK(json_text(log) == "{\"child_log\":\"a\xEF\xBF\xBD\xC3\xA9z\"}");
 }
 
 TEST_CASE("json_read: escapes and UTF-8") {

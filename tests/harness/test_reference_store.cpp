@@ -440,8 +440,7 @@ TEST_CASE("comparison memo: the same output against the same reference is scanne
   auto text = [](const Comparison& cmp) {
     std::ostringstream os;
     write_comparison_text(os, cmp, "");
-    JsonWriter j(os);
-    write_comparison_json(j, cmp);
+    write_comparison_json(os, cmp);
     return os.str() + " " + std::to_string(cmp.max_abs_at.call) + " " + std::to_string(cmp.max_rel_at.call);
   };
   const Comparison first = cache.compare(*info, out.data(), 1);

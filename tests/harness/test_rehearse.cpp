@@ -15,6 +15,7 @@
 
 #include "harness_cli.hpp"
 #include "json_read.hpp"
+#include "rehearse_report.hpp"
 
 using namespace harness_cli;
 using nvfp4::JsonValue;
@@ -307,4 +308,18 @@ TEST_CASE("--emulate-fp4 reaches the driver of verify --submission and its repro
   CHECK(r.rc == 1);
   CHECK(has(r.out, "FAIL"));
   CHECK(has(r.out, "--emulate-fp4 off"));
+}
+
+TEST_CASE("the JSON report keeps a child's log that is not UTF-8, its stray bytes as U+FFFD") {
+  nvfp4::Rehearsal r;
+  nvfp4::RehearsalMode m;
+  m.name = "test";
+  m.child.ran = true;
+  m.child.outcome = nvfp4::Outcome::Crash;
+  m.child.log_tail = "Segmentation fault \xFF\xFE at 0x0\n";
+  r.modes.push_back(m);
+  std::string text;
+  REQUIRE_NOTHROW(text = nvfp4::rehearsal_json(r));
+  const JsonValue v = JsonValue::parse(text);
+  CHECK(v.at("modes").items().at(0).at("log_tail").str() == "Segmentation fault \xEF\xBF\xBD\xEF\xBF\xBD at 0x0\n");
 }

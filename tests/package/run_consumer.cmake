@@ -13,10 +13,19 @@ endfunction()
 
 step("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(f lib/cmake/nvfp4_dual/nvfp4_dualConfig.cmake lib/cmake/nvfp4_dual/nvfp4_dualConfigVersion.cmake
-          include/nvfp4_dual/reference.hpp include/nvfp4_dual/check_report.hpp include/nvfp4_dual/json.hpp
+          include/nvfp4_dual/reference.hpp include/nvfp4_dual/check_report.hpp
           lib/libnvfp4_reference.a lib/libnvfp4_check.a bin/harness)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "package_consumer: the install lacks ${f}")
+  endif()
+endforeach()
+# The library writes its JSON with nlohmann/json, which a consumer need not have: no installed header
+# includes it, and the harness's own header that does (check_json.hpp) is not installed.
+file(GLOB headers ${prefix}/include/nvfp4_dual/*.hpp)
+foreach(h ${headers})
+  file(READ ${h} text)
+  if(text MATCHES "#include[ \t]*[<\"]nlohmann/" OR h MATCHES "/check_json\\.hpp$")
+    message(FATAL_ERROR "package_consumer: the installed ${h} needs nlohmann/json")
   endif()
 endforeach()
 # The installed harness finds its backend modules beside it (<libdir>/nvfp4_dual/paths) and runs.

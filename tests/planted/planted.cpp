@@ -266,7 +266,7 @@ bool register_all() {
     const Bug bug = info.bug;
     const std::string name = info.name;
     register_optimization(Optimization{
-        "cpu", name, info.summary, OptKind::Variant, 0, {},
+        OptimizationManifest{name, info.summary, OptKind::Variant, 0, {}}, "cpu",
         [bug, name](const Problem& p, const PlanOptions&) -> std::unique_ptr<Plan> {
           return std::make_unique<PlantedPlan>(p, bug, name);
         },

@@ -159,7 +159,7 @@ bool register_all() {
     const GpuBug bug = info.bug;
     const std::string name = info.name;
     register_optimization(Optimization{
-        "gpu", name, info.summary, OptKind::Variant, 0, {},
+        OptimizationManifest{name, info.summary, OptKind::Variant, 0, {}}, "gpu",
         [bug, name](const Problem& p, const PlanOptions&) -> std::unique_ptr<Plan> {
           return std::make_unique<PlantedGpuPlan>(p, bug, name);
         },
