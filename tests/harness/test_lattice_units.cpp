@@ -20,6 +20,7 @@
 #include "bisect.hpp"
 #include "lattice.hpp"
 #include "registry.hpp"
+#include "report.hpp"
 #include "suite.hpp"
 #include "trial.hpp"
 
@@ -249,4 +250,13 @@ TEST_CASE("suite narrowing: --shape replaces shapes, --dist filters, --seed repl
   only_shape.shapes = {Shape::parse("5x5x32")};
   const auto per_dist = narrow_suite(suite, only_shape);
   CHECK(per_dist.size() == distribution_names().size());
+}
+
+TEST_CASE("stage times of a submission whose FP4 matmuls were emulated say so; others do not") {
+  TrialResult r;
+  r.stages.push_back({"run", 0.25, true});
+  r.describe = "python submission s.py (torch data), toggles plain";
+  CHECK(stage_times(r) == "run 0.250 s");
+  r.describe = "python submission s.py (torch data, emulated FP4), toggles plain";
+  CHECK(stage_times(r) == "run 0.250 s (emulated FP4)");
 }
