@@ -21,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "bench_row.hpp"
 #include "check_json.hpp"
 #include "cli_checks.hpp"
 #include "errors.hpp"
@@ -358,29 +359,24 @@ void add_bench_members(Json& j, Session& session, const TrialOptions& opt, const
     auto row_json = [&](const Row& r) {
       Json stages = Json::object();
       for (const auto& s : r.stages) stages[s.first] = s.second;
+      Json j = {{"backend", r.backend},
+                {"combo", r.combo},
+                {"outcome", r.outcome},
+                {"message", r.message},
+                {"describe", r.describe},
+                {"emulated_fp4", r.emulated},
+                {"check", r.check},
+                {"max_ulp", r.max_ulp},
+                {"gpumode_mismatch", r.gpumode_mismatch},
+                {"stages_s", std::move(stages)}};
+      add_timing_members(j, r.t, r.b2b);
       const double tf = shape_flops(shape) / r.t.median;
-      return Json{{"backend", r.backend},
-                  {"combo", r.combo},
-                  {"outcome", r.outcome},
-                  {"message", r.message},
-                  {"describe", r.describe},
-                  {"emulated_fp4", r.emulated},
-                  {"check", r.check},
-                  {"max_ulp", r.max_ulp},
-                  {"gpumode_mismatch", r.gpumode_mismatch},
-                  {"stages_s", std::move(stages)},
-                  {"reps", r.t.reps},
-                  {"median_us", r.t.median * 1e6},
-                  {"min_us", r.t.min * 1e6},
-                  {"mean_us", r.t.mean * 1e6},
-                  {"stdev_us", r.t.stdev * 1e6},
-                  {"median_rse", r.t.rse},
-                  {"b2b_us", r.b2b * 1e6},
-                  {"tflops", tf * 1e-12},
-                  {"pct_peak", 100 * tf / peak},
-                  {"x_yardstick_graph", r.t.median / yg},
-                  {"x_yardstick_eager", r.t.median / ye},
-                  {"speedup_vs_torch_compile", torch_compile_us(shape) * 1e-6 / r.t.median}};
+      j["tflops"] = tf * 1e-12;
+      j["pct_peak"] = 100 * tf / peak;
+      j["x_yardstick_graph"] = r.t.median / yg;
+      j["x_yardstick_eager"] = r.t.median / ye;
+      j["speedup_vs_torch_compile"] = torch_compile_us(shape) * 1e-6 / r.t.median;
+      return j;
     };
     auto rows = [&](const std::vector<Row>& v, bool only_this_shape) {
       Json a = Json::array();

@@ -1,11 +1,13 @@
 // trial_child.cpp — the child's side of a trial: `harness --child-trial SPEC` runs the stages and
 // reports each over the pipe (see trial.hpp); `harness --child-worker` does the same for each SPEC
 // it reads from stdin, then reports `end` (worker.hpp). The parent's side is worker.cpp, the SPEC
-// encoding trial.cpp.
+// encoding trial.cpp. Stages load and setup are here; the rest is stages.hpp run_stages, whose
+// products PipeSink turns into files and messages.
 //
 // Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline. Files in the trial
 // directory: out<i>.f16 (checked call i+1's output), g.f32/u.f32 (the last call's intermediates),
-// timed<i>.f16 (stage time's checked outputs, bench trials only).
+// config<i>.f16 (stage configs' outputs), timed<i>.f16 (stage time's checked outputs, bench trials
+// only).
 #include "trial.hpp"
 
 #include <fcntl.h>
@@ -16,7 +18,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,14 +26,12 @@
 
 #include "errors.hpp"
 #include "external.hpp"
-#include "input_store.hpp"
 #include "modules.hpp"
 #include "plugin_plan.hpp"
+#include "stages.hpp"
 #include "worker.hpp"
 
 namespace nvfp4 {
-
-using Clock = std::chrono::steady_clock;
 
 // ---------------------------------------------------------------------------------------------
 // Message lines: KIND [\t FIELD]...; fields escape backslash, tab and newline.
@@ -82,17 +81,6 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-// Runs `body` as one stage: enter, body, leave with the wall time. An exception leaves the stage
-// open (the parent then knows where it happened).
-template <class F>
-void stage(Channel& ch, Stage s, F&& body) {
-  const std::string name = stage_name(s);
-  ch.send("enter", {name});
-  const auto t0 = Clock::now();
-  body();
-  ch.send("leave", {name, seconds_text(std::chrono::duration<double>(Clock::now() - t0).count())});
-}
-
 void write_file(const std::string& path, const void* data, size_t bytes) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
@@ -118,83 +106,59 @@ void send_manifest(Channel& ch, const Registry& reg, const std::string& backend)
   }
 }
 
-// Stage time (trial.hpp): the steady state under the bench's stopping rule, then the back-to-back
-// figure; the last timed call's and the last back-to-back call's outputs go to the parent.
-void time_stage(Channel& ch, const TrialSpec& t, Plan& plan, const std::vector<Problem>& sets, const std::string& dir) {
-  const TrialOptions& o = t.options;
-  const Shape& shape = sets[0].shape;
-  for (const auto& note : fire_stage_faults(o.faults, Stage::Time, t.combo, o.slow_seconds, &shape))
-    ch.send("note", {note});
-  auto set_of = [&](int call) { return timed_call_set(call, o.runs); };
-  BenchFigures f;
-  f.t = measure_calls(plan, o.timing, [&](int i) { plan.set_inputs(sets[size_t(set_of(i))], o.fresh); });
-  std::vector<uint16_t> c(size_t(shape.c_elems()));
-  auto send_output = [&](int index, int set) {
-    plan.read_output(c.data());
-    for (const auto& note : apply_output_faults(o.faults, Stage::Time, t.combo, shape, c.data(), kPoisonBits))
-      ch.send("note", {note});
-    write_file(dir + "/timed" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
-    ch.send("timed-output", {std::to_string(index), std::to_string(set)});
-  };
-  send_output(0, set_of(f.t.reps - 1));
-  // Back-to-back: enough calls for about 20 ms (at least 10, at most 2000), on the set after the
-  // last timed call's, so its output is not left over from the timed calls.
-  const int b2b_set = set_of(f.t.reps);
-  f.b2b_calls = back_to_back_calls(f.t.median);
-  plan.set_inputs(sets[size_t(b2b_set)], o.fresh);
-  f.b2b = plan.back_to_back(plan, f.b2b_calls);
-  send_output(1, b2b_set);
-  auto num = [](double v) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return std::string(buf);
-  };
-  ch.send("timing", {std::to_string(f.t.reps), num(f.t.median), num(f.t.min), num(f.t.mean), num(f.t.stdev),
-                     num(f.t.rse), num(f.b2b), std::to_string(f.b2b_calls)});
-}
-
-// Whether the combination holds no wrapper: its plan is the base plan itself, whose configurations
-// stage configs may switch freely (a wrapper such as a captured graph would keep replaying one).
-bool only_variants(const Registry& reg, const std::string& backend, const Combo& combo) {
-  for (const auto& name : combo.opts) {
-    const Optimization* o = reg.optimization(backend, name);
-    if (!o || o->kind != OptKind::Variant) return false;
+// The child's sink: each output to a file in the trial directory, then its message; everything
+// else as a message.
+class PipeSink : public StageSink {
+ public:
+  PipeSink(Channel& ch, const std::string& dir) : ch_(ch), dir_(dir) {}
+  void enter(Stage s) override { ch_.send("enter", {stage_name(s)}); }
+  void leave(Stage s, double seconds) override { ch_.send("leave", {stage_name(s), seconds_text(seconds)}); }
+  void describe(const std::string& text) override { ch_.send("describe", {text}); }
+  void note(const std::string& text) override { ch_.send("note", {text}); }
+  void output(int call, int set, const std::vector<uint16_t>& c) override {
+    write_file(dir_ + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
+    ch_.send("output", {std::to_string(call), std::to_string(set)});
   }
-  return true;
-}
-
-// Stage configs (trial.hpp): each configuration of the base plan, one poisoned checked call on
-// input set i mod (R+1), its output to the parent.
-void configs_stage(Channel& ch, Plan& base, const std::vector<Problem>& sets, const TrialOptions& o,
-                   const std::string& dir) {
-  const std::vector<std::string> names = base.candidates();
-  std::vector<uint16_t> c(size_t(sets[0].shape.c_elems()));
-  for (size_t i = 0; i < names.size(); ++i) {
-    const int set = int(i % size_t(warmup_set(o.runs) + 1));
-    base.select(i);
-    base.set_inputs(sets[size_t(set)], o.fresh);
-    base.poison_output(kPoisonBits);
-    base.enqueue();
-    base.synchronize();
-    base.read_output(c.data());
-    write_file(dir + "/config" + std::to_string(i) + ".f16", c.data(), c.size() * 2);
-    ch.send("config-output", {std::to_string(i), std::to_string(set), names[i]});
+  void intermediates(const std::vector<float>& g, const std::vector<float>& u) override {
+    write_file(dir_ + "/g.f32", g.data(), g.size() * 4);
+    write_file(dir_ + "/u.f32", u.data(), u.size() * 4);
+    ch_.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
   }
-}
+  void config_output(int index, int set, const std::string& name, const std::vector<uint16_t>& c) override {
+    write_file(dir_ + "/config" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
+    ch_.send("config-output", {std::to_string(index), std::to_string(set), name});
+  }
+  void timed_output(int index, int set, const std::vector<uint16_t>& c) override {
+    write_file(dir_ + "/timed" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
+    ch_.send("timed-output", {std::to_string(index), std::to_string(set)});
+  }
+  void timing(const BenchFigures& f) override {
+    auto num = [](double v) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.9g", v);
+      return std::string(buf);
+    };
+    ch_.send("timing", {std::to_string(f.t.reps), num(f.t.median), num(f.t.min), num(f.t.mean), num(f.t.stdev),
+                        num(f.t.rse), num(f.b2b), std::to_string(f.b2b_calls)});
+  }
+
+ private:
+  Channel& ch_;
+  std::string dir_;
+};
 
 // `loaded`: a worker's plugin, loaded by its first trial and kept for the next (nullptr: one
 // trial per process).
 void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool probe,
                 std::shared_ptr<const LoadedPlugin>* loaded = nullptr) {
   const Registry& reg = Registry::instance();
-  const Backend* be = nullptr;
-  const TrialOptions& o = t.options;
+  PipeSink sink(ch, dir);
   std::vector<Problem> sets;  // index: input set (cases.hpp); the last one is the warm-up's
   bool skip = false;
   if (!t.plugin.empty() && !(loaded && *loaded)) {
     // The plugin's code runs from here on, in this child only: its load-time work is stage load.
     std::shared_ptr<const LoadedPlugin> plugin;
-    stage(ch, Stage::Load, [&] {
+    run_stage(sink, Stage::Load, [&] {
       plugin = load_plugin(t.plugin);
       register_plugin(plugin);
     });
@@ -210,7 +174,7 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
     // (A test binary that links paths into itself and runs its own children has the backend
     // registered already; the product harness links none.)
     if (!reg.backend(t.backend))
-      stage(ch, Stage::Load, [&] {
+      run_stage(sink, Stage::Load, [&] {
         const std::string path = module_path(module_dir(), t.backend);
         load_module(path);
         if (!reg.backend(t.backend))
@@ -218,8 +182,8 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       });
     if (probe) send_manifest(ch, reg, t.backend);  // the load probe: what the module registered
   }
-  stage(ch, Stage::Setup, [&] {
-    be = reg.backend(t.backend);
+  run_stage(sink, Stage::Setup, [&] {
+    const Backend* be = reg.backend(t.backend);
     if (!be) throw InputError("unknown backend '" + t.backend + "'");
     const Support avail = be->available ? be->available() : Support::yes();
     if (!avail.ok) {
@@ -233,87 +197,17 @@ void child_body(Channel& ch, const TrialSpec& t, const std::string& dir, bool pr
       return;
     }
     check_combo(t.backend, t.combo);
-    // Each input set from the parent's store when it is there (input_store.hpp), else generated.
-    auto input_set = [&](int k) {
-      const InputSet mode = k == 0 ? InputSet::Activations : o.fresh;
-      Problem p;
-      if (read_stored_set(o.input_store, t.c, k, mode, p, k == 0 ? nullptr : &sets[0])) return p;
-      return k == 0 ? t.c.make() : make_input_set(t.c, sets[0], k, o.fresh);
-    };
-    sets.push_back(input_set(0));
+    sets.push_back(trial_input_set(t, 0, nullptr));
     const Support sup = combo_supports(t.backend, t.combo, sets[0].shape);
     if (!sup.ok) {
       ch.send("skip", {t.combo.str() + " does not support " + sets[0].shape.str() + ": " + sup.reason});
       skip = true;
       return;
     }
-    for (int k = 1; k <= warmup_set(o.runs); ++k) sets.push_back(input_set(k));
+    for (int k = 1; k <= warmup_set(t.options.runs); ++k) sets.push_back(trial_input_set(t, k, &sets[0]));
   });
   if (skip) return;
-  const Problem& problem = sets[0];
-
-  auto faults_at = [&](Stage s) {
-    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds, &problem.shape))
-      ch.send("note", {note});
-  };
-  std::unique_ptr<Plan> plan;
-  stage(ch, Stage::Init, [&] {
-    faults_at(Stage::Init);
-    plan = build_plan(t.backend, t.combo, sets[size_t(warmup_set(o.runs))], o.plan);
-    if (!plan) throw std::runtime_error("build_plan returned no plan");
-  });
-  ch.send("describe", {plan->describe()});
-  if (combo_has_stage(t.backend, t.combo, Stage::Tune)) {
-    stage(ch, Stage::Tune, [&] {
-      faults_at(Stage::Tune);
-      plan->tune();
-    });
-    ch.send("describe", {plan->describe()});
-  }
-  stage(ch, Stage::Warmup, [&] {
-    faults_at(Stage::Warmup);
-    for (int i = 0; i < o.warmup; ++i) {
-      plan->enqueue();
-      plan->synchronize();
-    }
-  });
-  if (combo_has_stage(t.backend, t.combo, Stage::Capture)) {
-    stage(ch, Stage::Capture, [&] {
-      faults_at(Stage::Capture);
-      plan->capture();
-    });
-    ch.send("describe", {plan->describe()});
-  }
-  stage(ch, Stage::Run, [&] {
-    faults_at(Stage::Run);
-    std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
-    for (int call = 0; call < o.runs; ++call) {
-      const int set = checked_call_set(call + 1);
-      plan->set_inputs(sets[size_t(set)], o.fresh);
-      // Every checked call but the last starts from the poison pattern (an element it does not
-      // write is caught as unwritten); the last starts from the previous call's output, so a path
-      // that only computes when it sees the poison returns that stale output and fails.
-      if (o.runs == 1 || call + 1 < o.runs) plan->poison_output(kPoisonBits);
-      plan->enqueue();
-      plan->synchronize();
-      plan->read_output(c.data());
-      if (call == o.runs - 1)
-        for (const auto& note : apply_output_faults(o.faults, Stage::Run, t.combo, problem.shape, c.data(), kPoisonBits))
-          ch.send("note", {note});
-      write_file(dir + "/out" + std::to_string(call) + ".f16", c.data(), c.size() * 2);
-      ch.send("output", {std::to_string(call), std::to_string(set)});
-    }
-    std::vector<float> g, u;
-    if (plan->read_intermediates(g, u)) {
-      write_file(dir + "/g.f32", g.data(), g.size() * 4);
-      write_file(dir + "/u.f32", u.data(), u.size() * 4);
-      ch.send("intermediates", {std::to_string(g.size()), std::to_string(u.size())});
-    }
-  });
-  if (o.configs && !o.bench && only_variants(reg, t.backend, t.combo) && plan->base()->candidates().size() > 1)
-    stage(ch, Stage::Configs, [&] { configs_stage(ch, *plan->base(), sets, o, dir); });
-  if (o.bench) stage(ch, Stage::Time, [&] { time_stage(ch, t, *plan, sets, dir); });
-  stage(ch, Stage::Teardown, [&] { plan.reset(); });
+  run_stages(t, sets, sink);
 }
 
 // No core files: crash drills must not litter them.

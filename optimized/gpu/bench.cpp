@@ -21,8 +21,8 @@
 #include <sstream>
 
 #include "bench.hpp"
+#include "bench_row.hpp"
 #include "cases.hpp"
-#include "check_json.hpp"
 #include "compare.hpp"
 #include "errors.hpp"
 #include "reference.hpp"
@@ -52,19 +52,14 @@ void time_row(Plan& plan, const TimingRule& rule, Row& r) {
 }
 
 Json row_json(const Row& r) {
-  return Json{{"combo", r.combo},
-              {"outcome", r.outcome},
-              {"message", r.message},
-              {"describe", r.describe},
-              {"check", r.check},
-              {"stages_s", {{"init", r.init_s}, {"tune", r.tune_s}, {"capture", r.capture_s}}},
-              {"reps", r.t.reps},
-              {"median_us", r.t.median * 1e6},
-              {"min_us", r.t.min * 1e6},
-              {"mean_us", r.t.mean * 1e6},
-              {"stdev_us", r.t.stdev * 1e6},
-              {"median_rse", r.t.rse},
-              {"b2b_us", r.b2b * 1e6}};
+  Json j = {{"combo", r.combo},
+            {"outcome", r.outcome},
+            {"message", r.message},
+            {"describe", r.describe},
+            {"check", r.check},
+            {"stages_s", {{"init", r.init_s}, {"tune", r.tune_s}, {"capture", r.capture_s}}}};
+  add_timing_members(j, r.t, r.b2b);
+  return j;
 }
 
 // The yardstick rows (eager, graph) of one shape.

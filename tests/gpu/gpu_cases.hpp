@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cases.hpp"
 #include "distributions.hpp"
 #include "lattice.hpp"
 #include "problem.hpp"
@@ -26,6 +27,16 @@ struct GpuCase {
     return p;
   }
   std::string name() const { return std::string(shape) + " " + dist + " seed " + std::to_string(seed); }
+  // The same case as the harness's CaseSpec (its set 0 is make()), for a trial's stages.
+  CaseSpec spec() const {
+    CaseSpec c;
+    c.shape = Shape::parse(shape);
+    c.dist = dist;
+    c.seed = seed;
+    c.alpha1 = alpha1;
+    c.alpha2 = alpha2;
+    return c;
+  }
 };
 
 // Every path and combination runs all of them. K % 256 == 0 selects the fused kernel's v5

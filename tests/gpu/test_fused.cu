@@ -1,9 +1,14 @@
 // test_fused.cu — the gpu backend's fused kernels (optimized/gpu/fused/) and their
 // combinations with graph and autotune, in this process (so compute-sanitizer sees every kernel):
-//   * every fused combination passes the harness's derived tolerance (compare.hpp) against the
-//     exact reference on every checked call, the output poisoned before each call;
-//   * every tile configuration (autotune candidate) passes on its own;
-//   * repeated eager calls, graph replays and eager calls before capture give identical bits;
+//   * every fused combination runs the trial's own stages (the child's pipeline,
+//     harness/trial/stages.hpp, through tests/support/in_process.hpp: init, tune, warmup,
+//     capture, run on the child's input sets, the output poisoned before the calls that catch
+//     unwritten elements) and passes the harness's derived tolerance (compare.hpp) against the
+//     exact reference of each call's own input set;
+//   * every tile configuration (autotune candidate) passes on its own: the pipeline's stage
+//     configs, one poisoned call per configuration, each judged against its set's reference;
+//   * on top of the pipeline: graph replays give the same bits as fused's eager calls on the same
+//     input sets, and select() is refused after capture;
 //   * the in-kernel decoder is right for every E2M1 code times every E4M3 scale byte (NaN and
 //     negative scales included), checked through single-term dot products;
 //   * a NaN scale poisons exactly the outputs it touches; a negative scale flips signs;
@@ -30,9 +35,10 @@
 #include "gpu/fused/v5_epilogue.cuh"
 #include "gpu/gpu_plan.hpp"
 #include "gpu_cases.hpp"
+#include "gpu_skip.hpp"
+#include "gpu_trials.hpp"
 #include "reference.hpp"
 #include "registry.hpp"
-#include "gpu_skip.hpp"
 #include "suite.hpp"
 
 using namespace nvfp4;
@@ -53,79 +59,34 @@ std::string describe_failure(const Comparison& c) {
   return s;
 }
 
-struct Checked {
-  bool pass = true;
-  std::string message;
-  std::vector<uint16_t> first;  // output of the first checked call
-};
-
-// Runs one combination the way the harness does (init, tune, one eager call, capture, `runs`
-// checked calls); `tile` >= 0 selects that candidate before anything runs (combinations
-// without autotune only).
-Checked run_combo(const std::string& combo_text, const Problem& p, const ReferenceResult& ref,
-                  int tile = -1, int runs = 3) {
-  Checked out;
-  const Combo combo = Combo::parse(combo_text);
-  const Support sup = combo_supports("gpu", combo, p.shape);
-  REQUIRE_MESSAGE(sup.ok, combo_text << " unsupported for " << p.shape.str() << ": " << sup.reason);
-  PlanOptions opts;
-  opts.tune_budget_s = 0.5;
-  opts.tune_reps = 3;
-  std::unique_ptr<Plan> plan = build_plan("gpu", combo, p, opts);
-  if (tile >= 0) plan->select(size_t(tile));
-  if (combo_has_stage("gpu", combo, Stage::Tune)) plan->tune();
-  std::vector<uint16_t> eager(size_t(p.shape.c_elems())), got(eager.size());
-  plan->poison_output(kPoisonBits);
-  plan->enqueue();
-  plan->read_output(eager.data());
-  const bool graph = combo_has_stage("gpu", combo, Stage::Capture);
-  if (graph) plan->capture();
-  for (int call = 1; call <= runs; ++call) {
-    plan->poison_output(kPoisonBits);
-    plan->enqueue();
-    plan->read_output(got.data());
-    const Comparison c = compare_output(ref, p.alpha1, p.alpha2, got.data(), nullptr, nullptr, call);
-    if (!c.pass()) {
-      out.pass = false;
-      out.message = combo_text + " [" + plan->describe() + "] call " + std::to_string(call) +
-                    ": " + describe_failure(c);
-      return out;
-    }
-    if (got != eager) {
-      out.pass = false;
-      out.message = combo_text + " call " + std::to_string(call) +
-                    (graph ? ": graph replay differs from the eager call" : ": differs from call 1");
-      return out;
-    }
-  }
-  out.first = eager;
-  return out;
-}
-
-void check_case(const Problem& p, const std::string& name, bool every_tile) {
-  ReferenceOptions ro;
-  ro.abs_sums = true;
-  const ReferenceResult ref = compute_reference(p, ro);
-  std::map<std::string, std::vector<uint16_t>> outputs;
+// Stage configs checks every tile of fused alone when `every_tile`.
+void check_case(const CaseSpec& c, bool every_tile) {
+  const std::string name = c.name();
+  const TrialOptions o = test::gpu_trial_options(every_tile);
+  std::map<std::string, test::InProcessTrial> trials;
   const std::vector<std::string> combos = nvfp4::test::gpu_combos(true);  // after static registration
   REQUIRE(combos.size() >= 4);
   for (const auto& combo : combos) {
     CAPTURE(name);
     CAPTURE(combo);
-    const Checked r = run_combo(combo, p, ref);
-    CHECK_MESSAGE(r.pass, name << ": " << r.message);
-    outputs[combo] = r.first;
-  }
-  // Graph changes how a call is issued, not what it computes: same tile, same bits.
-  CHECK_MESSAGE(outputs["fused+graph"] == outputs["fused"], name << ": graph bits differ");
-  if (every_tile) {
-    auto plan = build_plan("gpu", Combo::parse("fused"), p, PlanOptions{});
-    const size_t n = plan->candidates().size();
-    for (size_t t = 0; t < n; ++t) {
-      const Checked r = run_combo("fused", p, ref, int(t), 2);
-      CHECK_MESSAGE(r.pass, name << " tile " << plan->candidates()[t] << ": " << r.message);
+    test::InProcessTrial t = test::run_gpu_trial(combo, c, o);
+    const std::string path = t.sink.describes.empty() ? "?" : t.sink.describes.back();
+    REQUIRE(t.calls.size() == size_t(o.runs));
+    for (size_t i = 0; i < t.calls.size(); ++i)
+      CHECK_MESSAGE(t.calls[i].pass(),
+                    name << ": " << combo << " [" << path << "] call " << i + 1 << ": " << describe_failure(t.calls[i]));
+    // Stage configs runs for fused alone (no wrapper) where the shape offers several tiles: then on
+    // every one of them.
+    if (every_tile && combo == "fused") {
+      const size_t tiles = build_plan("gpu", Combo::parse("fused"), c.make(), PlanOptions{})->candidates().size();
+      CHECK(t.configs.size() == (tiles > 1 ? tiles : 0));
     }
+    for (size_t i = 0; i < t.configs.size(); ++i)
+      CHECK_MESSAGE(t.configs[i].pass(),
+                    name << " tile " << t.sink.configs[i].name << ": " << describe_failure(t.configs[i]));
+    trials.emplace(combo, std::move(t));
   }
+  test::check_same_bits(trials.at("fused+graph"), trials.at("fused"));
 }
 
 bool have_fused() {
@@ -160,7 +121,7 @@ TEST_CASE("small: fused, fused+graph, autotune+fused(+graph) and every tile on r
   int pairs = 0, streams = 0, tiles3 = 0, pairs3 = 0;
   for (const test::GpuCase& c : test::small_gpu_cases()) {
     const Problem p = c.make();
-    check_case(p, c.name(), true);
+    check_case(c.spec(), true);
     for (const auto& name : build_plan("gpu", Combo::parse("fused"), p, PlanOptions{})->candidates()) {
       const bool pair = name.find("cluster pairs") != std::string::npos;
       const bool x96 = name.find("v5 tile 128x96") != std::string::npos;
@@ -348,5 +309,5 @@ TEST_CASE("small: candidates, select, tune key and describe") {
 
 TEST_CASE("suite: the default gpu suite with every fused combination") {
   if (!have_fused()) return nvfp4::test::skip("the fused kernels need sm_90a (Hopper)");
-  for (const CaseSpec& cs : default_suite("gpu")) check_case(cs.make(), cs.name(), false);
+  for (const CaseSpec& cs : default_suite("gpu")) check_case(cs, false);
 }

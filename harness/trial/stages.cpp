@@ -1,0 +1,167 @@
+// stages.cpp — the stage pipeline after setup (see stages.hpp; the contract is trial.hpp's).
+#include "stages.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+#include "input_store.hpp"
+
+namespace nvfp4 {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Stage time (trial.hpp): the steady state under the bench's stopping rule, then the back-to-back
+// figure; the last timed call's and the last back-to-back call's outputs go to the sink.
+void time_stage(StageSink& sink, const TrialSpec& t, Plan& plan, const std::vector<Problem>& sets) {
+  const TrialOptions& o = t.options;
+  const Shape& shape = sets[0].shape;
+  for (const auto& note : fire_stage_faults(o.faults, Stage::Time, t.combo, o.slow_seconds, &shape)) sink.note(note);
+  auto set_of = [&](int call) { return timed_call_set(call, o.runs); };
+  BenchFigures f;
+  f.t = measure_calls(plan, o.timing, [&](int i) { plan.set_inputs(sets[size_t(set_of(i))], o.fresh); });
+  std::vector<uint16_t> c(size_t(shape.c_elems()));
+  auto send_output = [&](int index, int set) {
+    plan.read_output(c.data());
+    for (const auto& note : apply_output_faults(o.faults, Stage::Time, t.combo, shape, c.data(), kPoisonBits))
+      sink.note(note);
+    sink.timed_output(index, set, c);
+  };
+  send_output(0, set_of(f.t.reps - 1));
+  // Back-to-back: enough calls for about 20 ms (at least 10, at most 2000), on the set after the
+  // last timed call's, so its output is not left over from the timed calls.
+  const int b2b_set = set_of(f.t.reps);
+  f.b2b_calls = back_to_back_calls(f.t.median);
+  plan.set_inputs(sets[size_t(b2b_set)], o.fresh);
+  f.b2b = plan.back_to_back(plan, f.b2b_calls);
+  send_output(1, b2b_set);
+  sink.timing(f);
+}
+
+// Whether the combination holds no wrapper: its plan is the base plan itself, whose configurations
+// stage configs may switch freely (a wrapper such as a captured graph would keep replaying one).
+bool only_variants(const std::string& backend, const Combo& combo) {
+  for (const auto& name : combo.opts) {
+    const Optimization* o = Registry::instance().optimization(backend, name);
+    if (!o || o->kind != OptKind::Variant) return false;
+  }
+  return true;
+}
+
+// Stage configs (trial.hpp): each configuration of the base plan, one poisoned checked call on
+// input set i mod (R+1), its output to the sink.
+void configs_stage(StageSink& sink, Plan& base, const std::vector<Problem>& sets, const TrialOptions& o) {
+  const std::vector<std::string> names = base.candidates();
+  std::vector<uint16_t> c(size_t(sets[0].shape.c_elems()));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const int set = int(i % size_t(warmup_set(o.runs) + 1));
+    base.select(i);
+    base.set_inputs(sets[size_t(set)], o.fresh);
+    base.poison_output(kPoisonBits);
+    base.enqueue();
+    base.synchronize();
+    base.read_output(c.data());
+    sink.config_output(int(i), set, names[i], c);
+  }
+}
+
+}  // namespace
+
+void run_stage(StageSink& sink, Stage s, const std::function<void()>& body) {
+  sink.enter(s);
+  const auto t0 = Clock::now();
+  body();
+  sink.leave(s, std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+Problem trial_input_set(const TrialSpec& t, int k, const Problem* set0) {
+  const TrialOptions& o = t.options;
+  const InputSet mode = k == 0 ? InputSet::Activations : o.fresh;
+  Problem p;
+  if (read_stored_set(o.input_store, t.c, k, mode, p, k == 0 ? nullptr : set0)) return p;
+  if (k == 0) return t.c.make();
+  if (!set0) throw std::logic_error("trial_input_set: input set " + std::to_string(k) + " needs set 0");
+  return make_input_set(t.c, *set0, k, o.fresh);
+}
+
+std::vector<Problem> trial_input_sets(const TrialSpec& t) {
+  std::vector<Problem> sets;
+  sets.push_back(trial_input_set(t, 0, nullptr));
+  for (int k = 1; k <= warmup_set(t.options.runs); ++k) sets.push_back(trial_input_set(t, k, &sets[0]));
+  return sets;
+}
+
+void run_stages(const TrialSpec& t, const std::vector<Problem>& sets, StageSink& sink) {
+  const TrialOptions& o = t.options;
+  const Problem& problem = sets[0];
+  auto faults_at = [&](Stage s) {
+    for (const auto& note : fire_stage_faults(o.faults, s, t.combo, o.slow_seconds, &problem.shape)) sink.note(note);
+  };
+  std::unique_ptr<Plan> plan;
+  run_stage(sink, Stage::Init, [&] {
+    faults_at(Stage::Init);
+    plan = build_plan(t.backend, t.combo, sets[size_t(warmup_set(o.runs))], o.plan);
+    if (!plan) throw std::runtime_error("build_plan returned no plan");
+  });
+  sink.completed(Stage::Init, *plan);
+  sink.describe(plan->describe());
+  if (combo_has_stage(t.backend, t.combo, Stage::Tune)) {
+    run_stage(sink, Stage::Tune, [&] {
+      faults_at(Stage::Tune);
+      plan->tune();
+    });
+    sink.completed(Stage::Tune, *plan);
+    sink.describe(plan->describe());
+  }
+  run_stage(sink, Stage::Warmup, [&] {
+    faults_at(Stage::Warmup);
+    for (int i = 0; i < o.warmup; ++i) {
+      plan->enqueue();
+      plan->synchronize();
+    }
+  });
+  sink.completed(Stage::Warmup, *plan);
+  if (combo_has_stage(t.backend, t.combo, Stage::Capture)) {
+    run_stage(sink, Stage::Capture, [&] {
+      faults_at(Stage::Capture);
+      plan->capture();
+    });
+    sink.completed(Stage::Capture, *plan);
+    sink.describe(plan->describe());
+  }
+  run_stage(sink, Stage::Run, [&] {
+    faults_at(Stage::Run);
+    std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
+    for (int call = 0; call < o.runs; ++call) {
+      const int set = checked_call_set(call + 1);
+      plan->set_inputs(sets[size_t(set)], o.fresh);
+      // Every checked call but the last starts from the poison pattern (an element it does not
+      // write is caught as unwritten); the last starts from the previous call's output, so a path
+      // that only computes when it sees the poison returns that stale output and fails.
+      if (o.runs == 1 || call + 1 < o.runs) plan->poison_output(kPoisonBits);
+      plan->enqueue();
+      plan->synchronize();
+      plan->read_output(c.data());
+      if (call == o.runs - 1)
+        for (const auto& note : apply_output_faults(o.faults, Stage::Run, t.combo, problem.shape, c.data(), kPoisonBits))
+          sink.note(note);
+      sink.output(call, set, c);
+    }
+    std::vector<float> g, u;
+    if (plan->read_intermediates(g, u)) sink.intermediates(g, u);
+  });
+  sink.completed(Stage::Run, *plan);
+  if (o.configs && !o.bench && only_variants(t.backend, t.combo) && plan->base()->candidates().size() > 1) {
+    run_stage(sink, Stage::Configs, [&] { configs_stage(sink, *plan->base(), sets, o); });
+    sink.completed(Stage::Configs, *plan);
+  }
+  if (o.bench) {
+    run_stage(sink, Stage::Time, [&] { time_stage(sink, t, *plan, sets); });
+    sink.completed(Stage::Time, *plan);
+  }
+  run_stage(sink, Stage::Teardown, [&] { plan.reset(); });
+}
+
+}  // namespace nvfp4
