@@ -186,7 +186,8 @@ Breakdown breakdown(const RehearsalChild& ch, const json& account) {
   }
   // A child that ended inside a step (killed at the limit, or dead) has no seconds of that step in
   // its account: the time from the step's start (step_t0, on the driver's clock, like the
-  // stage's start stage_t0) to the end of its stage, which the parent measured, is charged to it.
+  // stage's start stage_t0) to the end of its stage, which the parent measured, is charged to it,
+  // less what the account already holds of that step (the timed repeats saved so far).
   if (const json* c = current_case(account); c && c->contains("step_t0") && account.contains("stage_t0")) {
     const double into_stage = num(*c, "step_t0") - num(account, "stage_t0");
     if (into_stage >= 0 && into_stage <= ch.stage_elapsed_s) {
@@ -197,8 +198,9 @@ Breakdown breakdown(const RehearsalChild& ch, const json& account) {
         (c->value("first_call_of_shape", false) ? b.first : b.other) += b.in_flight;
       else if (b.in_flight_step == "calls")
         b.other += b.in_flight;
-      else if (b.in_flight_step == "repeats")
-        b.timed += b.in_flight;
+      else if (b.in_flight_step == "repeats")  // the repeats saved are in timed_s and beside it already
+        b.timed += (b.in_flight = std::max(0.0, b.in_flight - num(*c, "timed_s") - num(*c, "l2_clear_s") -
+                                                    num(*c, "recheck_s")));
       else if (b.in_flight_step == "generate")
         b.data += b.in_flight;
       else if (b.in_flight_step == "check")
