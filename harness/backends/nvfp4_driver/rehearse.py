@@ -25,6 +25,13 @@ limit around the process, as kernelbot's run_eval.py does, and its stage watchdo
                output and says which the evaluator would have seen. The stopping rule (ebb:278-292)
                is stop_reason() below.
 
+What the submission raises is treated as the evaluator treats it (Evaluator.call): OpError (told by
+class name) fails its case where the evaluator catches it (the test call, a benchmark's checked calls,
+ebb:165-170, 236-241); any other Exception ends the mode (SubmissionError: eval.py dies with it); a
+BaseException that is not an Exception (SystemExit, KeyboardInterrupt) is WorkerDeath: the
+evaluator's pool worker dies and eval.py waits until kernelbot's limit; the account's "worker_dies"
+says so, and the parent reports WOULD TIME OUT.
+
 The evaluator computes every reference afresh (on a B200, two FP4 GEMMs); the rehearsal computes
 each data object's reference once and reuses it for the rechecks. Its own work (data, references,
 checks, L2 clears) is accounted apart from the submission's (import, first call per case shape,
