@@ -430,7 +430,7 @@ class ExitWatch {
 // Seconds the output pipe may stay open after the child's exit before a process holding it counts
 // as held: a helper ending by itself (a compiler's last write) is waited for, a daemon is not. The
 // evaluator waits until its limit; the rehearsal reports such a process instead of waiting.
-constexpr double kHeldGrace = 2.0;
+constexpr double kHeldGrace = 5.0;
 
 // Supervises one child: `make_args(fd)` is its command line given the report pipe's descriptor.
 // Every stage budget and the child's overall budget is `limit_s`, except the stage budgets in `own`.

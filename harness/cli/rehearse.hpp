@@ -15,7 +15,7 @@
 //      step, so a child killed at the limit still says where it was and what had finished.
 // Each child's stdout and stderr are one pipe the parent drains into its log: kernelbot reads the
 // mode's to EOF, so a process the submission started that still holds it after the child's exit
-// (past a 2 s grace) would keep the evaluator waiting until its limit. After every child, the
+// (past a 5 s grace) would keep the evaluator waiting until its limit. After every child, the
 // compile run's too, whatever it left behind is killed: its process group, and the orphans that left
 // the group (setsid), which the harness adopts as child subreaper (rehearse_mode sets it).
 // Verdict per mode: PASS (a warning when within 10% of the limit); FAIL (the check's message, an
