@@ -246,13 +246,15 @@ Plan plan_rehearsal(const po::variables_map& vm) {
 // is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, set by rehearse_mode), the orphans that
 // left the group (setsid) but not the harness's descendants.
 
-// "sleep 77": /proc/PID/cmdline with spaces for NULs, at most 80 characters; "" when gone.
+// "sleep 77": /proc/PID/cmdline with spaces for NULs and '?' for any byte that is not printable
+// ASCII (the report is JSON text), at most 80 characters; "" when gone.
 std::string command_of(int pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   while (!text.empty() && text.back() == '\0') text.pop_back();
   for (char& ch : text)
-    if (ch == '\0' || ch == '\n' || ch == '\t') ch = ' ';
+    if (ch == '\0') ch = ' ';
+    else if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) ch = '?';
   return text.size() > 80 ? text.substr(0, 77) + "..." : text;
 }
 
@@ -500,14 +502,17 @@ RehearsalChild supervise(MakeArgs make_args, const EnvOverrides& env, double lim
       c.output_held = !drain.wait_eof(std::max(0.0, std::min(kHeldGrace, left)));
     }
     auto found = leftovers(pid, pid);
-    std::vector<int> holders;
+    std::vector<int> holders, beyond;  // beyond: holders that are neither in the group nor adopted
     if (c.output_held) holders = pipe_holders(out_st.st_ino);
     for (int h : holders) {
       bool known = false;
       for (const auto& l : found) known |= l.pid == h;
       int ppid = 0, pg = 0;
       char state = 0;
-      if (!known && proc_stat(h, &ppid, &pg, &state)) found.push_back({h, pg == pid, state == 'Z'});
+      if (!known && proc_stat(h, &ppid, &pg, &state)) {
+        found.push_back({h, pg == pid, state == 'Z'});
+        beyond.push_back(h);
+      }
     }
     for (const auto& l : found) {
       if (l.zombie) continue;  // ended already (a Popen never waited for): reaped below, not reported
@@ -520,9 +525,10 @@ RehearsalChild supervise(MakeArgs make_args, const EnvOverrides& env, double lim
       c.left_behind.push_back(text);
     }
     end_leftovers(pid, pid, 2.0);
-    for (int h : holders)
-      if (::kill(pid_t(h), 0) == 0 && ::kill(pid_t(h), SIGKILL) == 0)
-        rep.notes.push_back("pid " + std::to_string(h) + " held the output pipe outside the harness's reach; killed");
+    for (int h : beyond)  // it holds this child's private pipe: the submission started it
+      if (::kill(pid_t(h), SIGKILL) == 0)
+        rep.notes.push_back("pid " + std::to_string(h) + " held the output pipe from outside the child's descendants; "
+                            "killed");
     if (!c.left_behind.empty()) {
       std::string list;
       for (const auto& l : c.left_behind) list += (list.empty() ? "" : "; ") + l;
