@@ -152,8 +152,15 @@ def provide_task_module(folder):
         sys.modules["task"] = task
 
 
+class ImportDeath(TrialError):
+    """The import raised a BaseException that is not an Exception (SystemExit, KeyboardInterrupt):
+    in GPU MODE's evaluator the import runs in the pool worker, which such an exception ends."""
+
+
 def import_submission(path):
-    """Imports FILE.py as module `submission`; GPU MODE's `task` module is provided when absent."""
+    """Imports FILE.py as module `submission`; GPU MODE's `task` module is provided when absent.
+    TrialError with the reason when the import raises (ImportDeath for a BaseException that is
+    not an Exception) or leaves no callable custom_kernel."""
     folder = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, folder)
     provide_task_module(folder)
@@ -164,23 +171,36 @@ def import_submission(path):
         spec.loader.exec_module(module)
     except BaseException as e:  # SystemExit included: an import must not end the trial silently
         traceback.print_exc()
-        raise TrialError("exception at import of %s: %s: %s" % (path, type(e).__name__, e))
-    kernel = getattr(module, "custom_kernel", None)
-    if not callable(kernel):
+        message = "exception at import of %s: %s: %s" % (path, type(e).__name__, e)
+        raise (TrialError if isinstance(e, Exception) else ImportDeath)(message)
+    if not hasattr(module, "custom_kernel"):
         raise TrialError("submission %s defines no custom_kernel(data)" % path)
+    kernel = module.custom_kernel
+    if not callable(kernel):
+        raise TrialError("submission %s: custom_kernel is a %s after the import, not a function"
+                         % (path, type(kernel).__name__))
     return kernel
 
 
 def install_emulation(mode):
     """(notice or None, installed): nvfp4_driver.emulate_fp4.install(mode) when that module exists.
-    A missing module (or one that cannot be imported here) means no emulation: TrialError for "on"."""
+    A missing module (or one that cannot be imported here) means no emulation: TrialError for "on".
+    An install that fails (a torch without float4_e2m1fn_x2 or torch.library.get_kernel: a
+    RuntimeError) is a TrialError for "on"; for "auto" the submission runs without the emulation,
+    and the notice (sent as a note) says why."""
     try:
         emulate_fp4 = importlib.import_module("nvfp4_driver.emulate_fp4")
     except ImportError as e:
         if mode == "on":
             raise TrialError("--emulate-fp4 on: the FP4 emulation is unavailable here (%s)" % e)
         return None, False
-    notice = emulate_fp4.install(mode)
+    try:
+        notice = emulate_fp4.install(mode)
+    except RuntimeError as e:
+        if mode == "on":
+            raise TrialError("--emulate-fp4 on: the FP4 emulation cannot be installed: %s" % e)
+        return ("FP4 emulation not installed (--emulate-fp4 auto): %s; torch._scaled_mm runs as this torch has it"
+                % e), False
     return notice, bool(emulate_fp4.installed())
 
 
@@ -390,7 +410,10 @@ def rehearse_mode(ch, args):
     doc = record.doc
 
     def stage(name, body):
-        t0 = _clock()
+        # stage_t0 (driver clock): with a case's step_t0, the parent charges the time in flight of
+        # a killed child to the step it was in (rehearse_report.cpp breakdown).
+        t0 = doc["stage_t0"] = _clock()
+        record.save()
         try:
             return ch.stage(name, body)
         finally:
@@ -425,13 +448,18 @@ def rehearse_mode(ch, args):
         stage("setup", setup)
     except ValueError as e:  # the task file (the parent checks it first; here for a direct run)
         raise TrialError(str(e))
-    kernel = stage("load", lambda: import_submission(args.submission))
+    try:
+        kernel = stage("load", lambda: import_submission(args.submission))
+    except ImportDeath as e:  # the account tells the parent: the evaluator's worker dies (WOULD TIME OUT)
+        doc["worker_dies"] = "%s: %s" % (e, evaluator.WORKER_DIES)
+        record.save()
+        raise
     ch.send("describe", "python submission %s (%s data%s), toggles %s, evaluator mode %s"
             % (os.path.basename(args.submission), doc["data"], ", emulated FP4" if doc["emulated_fp4"] else "",
                "+".join(state["own"]) or "plain", args.mode))
     try:
         evaluator.run_mode(args.mode, state["host"], kernel, state["task"], record, stage, args.secret_seed)
-    except evaluator.SubmissionError as e:  # its traceback is in the log already
+    except (evaluator.SubmissionError, evaluator.WorkerDeath) as e:  # its traceback is in the log already
         raise TrialError(str(e))
     finally:
         # Labelled emulated only where the emulation ran (a mode cut short keeps the label it had).
@@ -514,7 +542,7 @@ def main(argv=None):
 
     if args.command == "task":
         try:
-            print(json.dumps(evaluator.load_task(args.file)))
+            print(json.dumps(evaluator.load_task(args.file), allow_nan=False))
         except ValueError as e:
             print(str(e), file=sys.stderr)
             return 2

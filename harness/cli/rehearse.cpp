@@ -5,8 +5,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +46,13 @@ const Stage kRehearsalStages[] = {Stage::Load, Stage::Init, Stage::Warmup, Stage
 // kernelbot draws a leaderboard's secret seed as FLOOR(RANDOM() * 2147483648) (migration
 // 20250329_01_7VjJJ-add-a-secret-seed-column.py at 4bdd839).
 constexpr uint64_t kSecretSeeds = uint64_t(1) << 31;
+
+// Whether `a` and `b` name one existing file (same device and inode: a symbolic link, a hard link
+// or another spelling of the path all count).
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 std::string seconds_text(double s) {
   std::ostringstream os;
@@ -179,7 +191,10 @@ Plan plan_rehearsal(const po::variables_map& vm) {
       }
 
   // The submission: the driver reads its declarations without importing it (InputError: missing
-  // file, syntax error, malformed declarations).
+  // file, syntax error, malformed declarations, custom_kernel bound only to a literal). A path
+  // that is no regular file is named as what it is (the driver would block reading a FIFO).
+  if (const std::string why = input_file_problem(subs.front()); !why.empty())
+    throw InputError("--submission " + subs.front() + ": " + (why == "does not exist" ? "no such file" : why));
   p.sub = describe_submission(subs.front()).first;
   if (!p.sub.binds_kernel)
     throw InputError("--submission " + p.sub.path + ": defines no custom_kernel (the evaluator imports custom_kernel "
@@ -208,9 +223,216 @@ Plan plan_rehearsal(const po::variables_map& vm) {
                                  : (std::filesystem::path(p.sub.driver).parent_path() / "nvfp4_driver" / "tasks" /
                                     "nvfp4_dual_gemm.json")
                                        .string();
+  if (vm.count("json")) {  // the report is written at the end: never over a file the rehearsal reads
+    const std::string out = vm["json"].as<std::string>();
+    for (const auto& [what, in] : {std::pair<const char*, std::string>{"--submission", p.sub.path},
+                                   {"--task", p.task_file}, {"the submission driver", p.sub.driver}})
+      if (same_file(out, in))
+        throw InputError("--json " + out + ": is the same file as " + what + " " + in +
+                         "; the report would overwrite it (name another file)");
+  }
   check_task(p);
   return p;
 }
+
+// ---- what a child leaves behind -----------------------------------------------------------------
+// GPU MODE's kernelbot runs each mode as subprocess.run(capture_output=True, timeout=LIMIT): it
+// reads the mode's stdout and stderr until every writer has closed them, so a process the
+// submission started that still holds them (a Popen or a fork inherits both) makes the mode wait
+// until its limit, and the result is a TIMEOUT, whatever eval.py printed. A rehearsal child's
+// stdout and stderr are therefore one pipe here too, drained into child.log; after the child
+// exits, the pipe still open means such a process exists (rehearse.hpp). Whatever a child leaves
+// behind is killed before the next child starts: the processes of its group, and, as the harness
+// is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, set by rehearse_mode), the orphans that
+// left the group (setsid) but not the harness's descendants.
+
+// "sleep 77": /proc/PID/cmdline with spaces for NULs and '?' for any byte that is not printable
+// ASCII (the report is JSON text), at most 80 characters; "" when gone.
+std::string command_of(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  for (char& ch : text)
+    if (ch == '\0') ch = ' ';
+    else if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) ch = '?';
+  return text.size() > 80 ? text.substr(0, 77) + "..." : text;
+}
+
+// A process's parent and process group from /proc/PID/stat (the fields after the command, which is
+// in parentheses and may hold any character); false when it is gone.
+bool proc_stat(int pid, int* ppid, int* pgid, char* state) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(text.substr(close + 1));
+  char st = 0;
+  int pp = 0, pg = 0;
+  if (!(rest >> st >> pp >> pg)) return false;
+  *ppid = pp;
+  *pgid = pg;
+  *state = st;
+  return true;
+}
+
+std::vector<int> all_pids() {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) pids.push_back(std::atoi(name.c_str()));
+  }
+  return pids;
+}
+
+// One process found after a child's exit: in the child's group, or an orphan the subreaper adopted.
+struct Leftover {
+  int pid = 0;
+  bool in_group = false, zombie = false;  // a zombie has ended: only its exit status is left to reap
+};
+
+// The processes of group `pgid`, and the harness's own children other than `except` (orphans the
+// subreaper adopted).
+std::vector<Leftover> leftovers(int pgid, int except) {
+  std::vector<Leftover> out;
+  const int self = int(::getpid());
+  for (int pid : all_pids()) {
+    int ppid = 0, pg = 0;
+    char state = 0;
+    if (pid == except || !proc_stat(pid, &ppid, &pg, &state)) continue;
+    if (pg == pgid || ppid == self) out.push_back({pid, pg == pgid, state == 'Z'});
+  }
+  return out;
+}
+
+// The processes that hold a descriptor of the pipe whose inode is `ino` ("pipe:[ino]" in
+// /proc/PID/fd), other than this one.
+std::vector<int> pipe_holders(ino_t ino) {
+  std::vector<int> out;
+  const std::string want = "pipe:[" + std::to_string(ino) + "]";
+  const int self = int(::getpid());
+  for (int pid : all_pids()) {
+    if (pid == self) continue;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      std::error_code ec2;
+      if (std::filesystem::read_symlink(e.path(), ec2).string() == want) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Kills group `pgid` and every adopted orphan (and the group each one leads), reaping the orphans,
+// until none is left or `limit_s` passed. Never this process's own group.
+void end_leftovers(int pgid, int except, double limit_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  const int own = int(::getpgrp());
+  for (;;) {
+    if (pgid != own) ::kill(-pid_t(pgid), SIGKILL);
+    const auto left = leftovers(pgid, except);
+    for (const auto& l : left) {
+      int ppid = 0, pg = 0;
+      char state = 0;
+      if (!proc_stat(l.pid, &ppid, &pg, &state)) continue;
+      if (pg == l.pid && pg != own) ::kill(-pid_t(pg), SIGKILL);
+      ::kill(pid_t(l.pid), SIGKILL);
+      if (ppid == int(::getpid())) ::waitpid(pid_t(l.pid), nullptr, WNOHANG);
+    }
+    if (left.empty() || std::chrono::steady_clock::now() >= end) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Copies a child's stdout and stderr (one pipe) into its log on a thread of its own, so that the
+// child never blocks on a full pipe, and says when every writer has closed it (EOF).
+class OutputDrain {
+ public:
+  OutputDrain(int read_fd, int log_fd) : fd_(read_fd), log_(log_fd), thread_([this] { loop(); }) {}
+  ~OutputDrain() { stop(); }
+  bool eof() const { return eof_; }
+  // Waits until EOF or `limit_s` passed; whether EOF came.
+  bool wait_eof(double limit_s) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    while (!eof_ && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return eof_;
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    char buf[8192];
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      const int r = ::poll(&p, 1, 50);
+      if (r < 0 && errno != EINTR) return;
+      if (r > 0) {
+        const ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n == 0) {
+          eof_ = true;
+          return;
+        }
+        if (n > 0) {
+          for (ssize_t done = 0; done < n;) {
+            const ssize_t w = ::write(log_, buf + done, size_t(n - done));
+            if (w <= 0) break;  // a full disk loses log lines, never the child's progress
+            done += w;
+          }
+          continue;  // read on while there is output, even when asked to stop
+        }
+      }
+      if (stop_) return;
+    }
+  }
+  int fd_, log_;
+  std::atomic<bool> eof_{false}, stop_{false};
+  std::thread thread_;
+};
+
+// Ends a conversation whose child has exited: converse() reads the report pipe until `end`, a kill
+// or EOF, and EOF does not come while a process the child left behind holds the pipe (a fork
+// inherits it). This thread waits (without reaping) for the child's exit and then writes
+// "\nend\n" into the pipe through a descriptor of its own (a new open file description of the
+// pipe, non-blocking), after every line the child wrote: converse returns at once, the
+// conversation complete. (The leading newline ends a line a dying child left half written.)
+class ExitWatch {
+ public:
+  ExitWatch(int pid, int write_fd) : pid_(pid), fd_(write_fd), thread_([this] { loop(); }) {}
+  ~ExitWatch() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return;  // not ours: nothing to watch
+      if (info.si_pid == pid_) break;
+      if (stop_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    static const char kEnd[] = "\nend\n";
+    while (!stop_) {
+      if (::write(fd_, kEnd, sizeof kEnd - 1) == ssize_t(sizeof kEnd - 1)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // full (EAGAIN): converse drains it
+    }
+  }
+  int pid_, fd_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Seconds the output pipe may stay open after the child's exit before a process holding it counts
+// as held: a helper ending by itself (a compiler's last write) is waited for, a daemon is not. The
+// evaluator waits until its limit; the rehearsal reports such a process instead of waiting.
+constexpr double kHeldGrace = 5.0;
 
 // Supervises one child: `make_args(fd)` is its command line given the report pipe's descriptor.
 // Every stage budget and the child's overall budget is `limit_s`, except the stage budgets in `own`.
@@ -226,42 +448,105 @@ RehearsalChild supervise(MakeArgs make_args, const EnvOverrides& env, double lim
   for (const auto& [s, v] : own) b[s] = v;
   b.trial = limit_s;
 
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  int report[2], out[2];
+  if (pipe2(report, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  // The ExitWatch's own writer of the report pipe: its O_NONBLOCK must not reach the child's end
+  // (a shared file description would make the child's writes fail with EAGAIN).
+  const int inject_fd = ::open(("/proc/self/fd/" + std::to_string(report[1])).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (inject_fd < 0) throw std::runtime_error(std::string("reopening the report pipe: ") + std::strerror(errno));
+  struct stat out_st {};
+  ::fstat(out[0], &out_st);
   const std::string log_path = dir + "/child.log";
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   Conversation talk;
   talk.t0 = Conversation::Clock::now();
-  const int pid = spawn_child(make_args(fds[1]), env, null_fd, log_fd, fds[1]);
-  ::close(fds[1]);
-  ::close(log_fd);
+  const int pid = spawn_child(make_args(report[1]), env, null_fd, out[1], report[1]);
+  ::close(report[1]);
+  ::close(out[1]);
   ::close(null_fd);
   ChildReport rep;
   std::string pending;
-  try {
-    converse(fds[0], pid, b, pending, rep, talk);
-  } catch (...) {
-    ::kill(-pid, SIGKILL);
-    int st = 0;
-    reap_within(pid, &st, kReapSeconds);
-    ::close(fds[0]);
-    throw;
+  {
+    OutputDrain drain(out[0], log_fd);
+    ExitWatch watch(pid, inject_fd);
+    try {
+      converse(report[0], pid, b, pending, rep, talk);
+    } catch (...) {
+      ::kill(-pid, SIGKILL);
+      int st = 0;
+      reap_within(pid, &st, kReapSeconds);
+      end_leftovers(pid, pid, 1.0);
+      watch.stop();
+      drain.stop();
+      for (int fd : {report[0], inject_fd, out[0], log_fd}) ::close(fd);
+      throw;
+    }
+    watch.stop();
+    int status = 0;
+    if (!talk.killed && !reap_within(pid, &status, 10.0)) {
+      ::kill(-pid, SIGKILL);  // it closed its end of the pipe but did not exit
+      rep.notes.push_back("child did not exit within 10 s after its last message; killed");
+    }
+    if (!reap_within(pid, &status, kReapSeconds)) {
+      rep.notes.push_back("child (pid " + std::to_string(pid) + ") not reaped after SIGKILL; left behind");
+      status = SIGKILL;
+    }
+    c.talk_s = std::chrono::duration<double>(talk.end_of_talk - talk.t0).count();
+
+    // What the child left behind: the output pipe given its grace, then what is still there
+    // found and killed.
+    if (!talk.killed && !drain.eof()) {
+      const double left = limit_s - std::chrono::duration<double>(Conversation::Clock::now() - talk.t0).count();
+      c.output_held = !drain.wait_eof(std::max(0.0, std::min(kHeldGrace, left)));
+    }
+    auto found = leftovers(pid, pid);
+    std::vector<int> holders, beyond;  // beyond: holders that are neither in the group nor adopted
+    if (c.output_held) holders = pipe_holders(out_st.st_ino);
+    for (int h : holders) {
+      bool known = false;
+      for (const auto& l : found) known |= l.pid == h;
+      int ppid = 0, pg = 0;
+      char state = 0;
+      if (!known && proc_stat(h, &ppid, &pg, &state)) {
+        found.push_back({h, pg == pid, state == 'Z'});
+        beyond.push_back(h);
+      }
+    }
+    for (const auto& l : found) {
+      if (l.zombie) continue;  // ended already (a Popen never waited for): reaped below, not reported
+      std::string text = "pid " + std::to_string(l.pid);
+      const std::string cmd = command_of(l.pid);
+      if (!cmd.empty()) text += " (" + cmd + ")";
+      if (!l.in_group) text += ", outside its process group (setsid?)";
+      for (int h : holders)
+        if (h == l.pid) text += ", holding the output pipe";
+      c.left_behind.push_back(text);
+    }
+    end_leftovers(pid, pid, 2.0);
+    for (int h : beyond)  // it holds this child's private pipe: the submission started it
+      if (::kill(pid_t(h), SIGKILL) == 0)
+        rep.notes.push_back("pid " + std::to_string(h) + " held the output pipe from outside the child's descendants; "
+                            "killed");
+    if (!c.left_behind.empty()) {
+      std::string list;
+      for (const auto& l : c.left_behind) list += (list.empty() ? "" : "; ") + l;
+      rep.notes.push_back("left behind after the child's " + std::string(talk.killed ? "kill" : "exit") + ": " + list +
+                          "; killed");
+    }
+    if (c.output_held && !drain.wait_eof(1.0))
+      rep.notes.push_back("the output pipe is still held after the kill, by a process the harness cannot find");
+    drain.stop();
+    conclude(rep, talk, status, b, log_path);
+    c.died = !talk.killed && talk.stage != "setup" &&
+             (WIFSIGNALED(status) || (!talk.done && !talk.error && !talk.skip));
   }
-  ::close(fds[0]);
-  int status = 0;
-  if (!talk.killed && !reap_within(pid, &status, 10.0)) {
-    ::kill(-pid, SIGKILL);  // it closed its end of the pipe but did not exit
-    rep.notes.push_back("child did not exit within 10 s after its last message; killed");
-  }
-  if (!reap_within(pid, &status, kReapSeconds)) {
-    rep.notes.push_back("child (pid " + std::to_string(pid) + ") not reaped after SIGKILL; left behind");
-    status = SIGKILL;
-  }
-  conclude(rep, talk, status, b, log_path);
+  for (int fd : {report[0], inject_fd, out[0], log_fd}) ::close(fd);
   c.outcome = rep.outcome;
   c.limit_hit = talk.killed && talk.trial_budget_hit;
   c.wall_s = rep.wall;
+  c.exit_wait_s = std::max(0.0, c.wall_s - c.talk_s);
   c.stage = rep.stage;
   c.stage_elapsed_s = rep.stage_elapsed;
   c.message = rep.message;
@@ -315,6 +600,11 @@ std::string emulate_fp4_option(const po::variables_map& vm) {
 
 int rehearse_mode(const po::variables_map& vm, const std::string& command) {
   const Plan p = plan_rehearsal(vm);  // every refusal before any child runs
+  // Orphans of a child's descendants (a fork + setsid escapes the child's process group) become
+  // this process's children instead of init's, so that supervise() finds and kills them.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    std::cerr << "harness: warning: prctl(PR_SET_CHILD_SUBREAPER) failed (" << std::strerror(errno)
+              << "): a process that leaves the submission's process group is not found\n";
   Rehearsal r;
   r.command = command;
   r.submission = p.sub.path;

@@ -13,12 +13,20 @@
 //      and a stage budget applies only when given (--budget-load, -init, -warmup, -run, -time;
 //      the evaluator has none). The child keeps its account in DIR/rehearse.json, rewritten at each
 //      step, so a child killed at the limit still says where it was and what had finished.
-// Verdict per mode: PASS; FAIL (the check's message, an exception, a crash); WOULD TIME OUT (killed
-// at the mode's limit: the evaluator's subprocess timeout, exit 114, run_eval.py:326-345); TIMEOUT
-// (a stage budget the user gave); SKIP (torch or a GPU missing here). Exit code: 0 every mode run
-// passed, 1 one failed or would time out, 2 bad usage or a bad submission (missing file, syntax
-// error, no custom_kernel, a toggle it does not declare, a bad task file), 125 every mode SKIP.
-// Bad input is refused before any child runs.
+// Each child's stdout and stderr are one pipe the parent drains into its log: kernelbot reads the
+// mode's to EOF, so a process the submission started that still holds it after the child's exit
+// (past a 5 s grace) would keep the evaluator waiting until its limit. After every child, the
+// compile run's too, whatever it left behind is killed: its process group, and the orphans that left
+// the group (setsid), which the harness adopts as child subreaper (rehearse_mode sets it).
+// Verdict per mode: PASS (a warning when within 10% of the limit); FAIL (the check's message, an
+// Exception from the submission); WOULD TIME OUT (killed at the mode's limit: the evaluator's
+// subprocess timeout, exit 114, run_eval.py:326-345; the output pipe held by a process left behind;
+// the evaluator's pool worker would die: a signal, an exit, SystemExit or KeyboardInterrupt after
+// the import began); TIMEOUT (a stage budget the user gave); SKIP (torch or a GPU missing here).
+// Exit code: 0 every mode run passed, 1 one failed or would time out, 2 bad usage or a bad
+// submission (missing file, not a regular file, syntax error or NUL byte, no custom_kernel or one
+// bound only to a literal, a toggle it does not declare, a bad task file, --json naming an input),
+// 125 every mode SKIP. Bad input is refused before any child runs.
 #pragma once
 #include <boost/program_options.hpp>
 #include <string>

@@ -103,13 +103,15 @@ std::string of_total(const json& account, const json& c) {
   return " of " + std::to_string(n);
 }
 
+// The account saves a benchmark's repeat count at most once a second (rehearse.py _repeats), so a
+// killed child had done at least the count it says.
 std::string step_text(const json& c) {
   const std::string step = str(c, "step");
   if (step == "generate") return "generating its data";
-  if (step == "call") return "in its call";
-  if (step == "calls") return "in its checked calls";
+  if (step == "call") return str(c, "phase") == "test" ? "in its call" : "in its first call";
+  if (step == "calls") return "in its other checked calls";
   if (step == "check") return "checking its outputs";
-  if (step == "repeats") return "in its timed repeats (" + std::to_string(c.value("repeats", 0)) + " done)";
+  if (step == "repeats") return "in its timed repeats (at least " + std::to_string(c.value("repeats", 0)) + " done)";
   return step;
 }
 
@@ -152,6 +154,9 @@ std::string first_failure(const json& account) {
 
 struct Breakdown {
   double start = 0, import = 0, first = 0, other = 0, timed = 0, data = 0, ref = 0, check = 0, l2 = 0, rest = 0;
+  double after_exit = 0;  // the child's exit to the end: the wait for a held output pipe, the kill
+  double in_flight = 0;   // of the step a killed or dead child was in (charged to that step)
+  std::string in_flight_step, in_flight_text;  // "repeats", "in its timed repeats (at least 3 done)"
   int first_shapes = 0, repeats = 0;
   double evaluator() const { return data + ref + check + l2; }
 };
@@ -164,7 +169,8 @@ Breakdown breakdown(const RehearsalChild& ch, const json& account) {
     if (s.stage == "setup") setup += s.seconds;
     if (s.stage == "load") b.import += s.seconds;
   }
-  b.start = std::max(0.0, ch.wall_s - in_stages) + setup;
+  b.after_exit = ch.exit_wait_s;
+  b.start = std::max(0.0, (ch.talk_s > 0 ? ch.talk_s : ch.wall_s) - in_stages) + setup;
   for (const auto& c : account.value("cases", json::array())) {
     // A case's first call is the compile only where its shape is new to the process.
     const bool first_of_shape = c.value("first_call_of_shape", false);
@@ -178,22 +184,59 @@ Breakdown breakdown(const RehearsalChild& ch, const json& account) {
     b.l2 += num(c, "l2_clear_s");
     b.repeats += c.value("repeats", 0);
   }
-  b.rest = ch.wall_s - (b.start + b.import + b.first + b.other + b.timed + b.evaluator());
+  // A child that ended inside a step (killed at the limit, or dead) has no seconds of that step in
+  // its account: the time from the step's start (step_t0, on the driver's clock, like the
+  // stage's start stage_t0) to the end of its stage, which the parent measured, is charged to it,
+  // less what the account already holds of that step (the timed repeats saved so far).
+  if (const json* c = current_case(account); c && c->contains("step_t0") && account.contains("stage_t0")) {
+    const double into_stage = num(*c, "step_t0") - num(account, "stage_t0");
+    if (into_stage >= 0 && into_stage <= ch.stage_elapsed_s) {
+      b.in_flight = ch.stage_elapsed_s - into_stage;
+      b.in_flight_step = str(*c, "step");
+      b.in_flight_text = step_text(*c);
+      if (b.in_flight_step == "call")
+        (c->value("first_call_of_shape", false) ? b.first : b.other) += b.in_flight;
+      else if (b.in_flight_step == "calls")
+        b.other += b.in_flight;
+      else if (b.in_flight_step == "repeats")  // the repeats saved are in timed_s and beside it already
+        b.timed += (b.in_flight = std::max(0.0, b.in_flight - num(*c, "timed_s") - num(*c, "l2_clear_s") -
+                                                    num(*c, "recheck_s")));
+      else if (b.in_flight_step == "generate")
+        b.data += b.in_flight;
+      else if (b.in_flight_step == "check")
+        b.check += b.in_flight;
+      else
+        b.in_flight = 0, b.in_flight_step.clear(), b.in_flight_text.clear();
+    }
+  }
+  b.rest = ch.wall_s - (b.start + b.import + b.first + b.other + b.timed + b.evaluator() + b.after_exit);
   return b;
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : "; ") + i;
+  return out;
+}
+
 std::string outcome_text(const RehearsalChild& c) {
+  if (c.output_held)
+    return std::string(c.outcome == Outcome::Pass ? "completed" : outcome_name(c.outcome)) +
+           ", but a process it started still held the output pipe: the evaluator's compile run would wait for it "
+           "until its limit (its outcome is ignored all the same)";
   if (c.outcome == Outcome::Pass) return "completed";
   if (c.outcome == Outcome::Timeout)
     return "TIMEOUT at its " + fmt("%g", c.limit_s) + " s limit " + where_text(c, json::object(), false);
   return std::string(outcome_name(c.outcome)) + ": " + c.message;
 }
 
-void print_case(std::ostream& os, const json& c, bool emulated) {
+// `killed`: the child was killed (at a limit or a budget); a case still running otherwise ended
+// with the process (a crash, an exit).
+void print_case(std::ostream& os, const json& c, bool emulated, bool killed) {
   const std::string status = str(c, "status");
   char head[160];
   std::snprintf(head, sizeof head, "  %-10s %-32s %-6s", case_name(c).c_str(), case_shape(c).c_str(),
-                status == "running" ? "KILLED" : status == "pass" ? "PASS" : "FAIL");
+                status == "running" ? (killed ? "KILLED" : "ENDED") : status == "pass" ? "PASS" : "FAIL");
   os << head;
   const double first = num(c, "first_call_s");
   const std::string first_text =
@@ -215,7 +258,7 @@ void print_case(std::ostream& os, const json& c, bool emulated) {
     os << " " << first_text << ", " << (c.value("calls", 1) - 1) << " more " << fmt("%.3f", num(c, "other_calls_s"))
        << " s, repeats " << fmt("%.2f", num(c, "timed_s")) << " s, evaluator " << fmt("%.3f", evaluator) << " s\n";
   }
-  if (status == "running") os << "      killed " << step_text(c) << "\n";
+  if (status == "running") os << "      " << (killed ? "killed " : "the process ended ") << step_text(c) << "\n";
   if (status == "fail" || (status == "pass" && !str(c, "message").empty()))
     os << "      " << (status == "fail" ? "" : "warning: ") << str(c, "message") << "\n";
 }
@@ -223,7 +266,8 @@ void print_case(std::ostream& os, const json& c, bool emulated) {
 json child_json(const RehearsalChild& c) {
   json j = {{"ran", c.ran}, {"outcome", outcome_name(c.outcome)}, {"limit_s", c.limit_s}, {"wall_s", c.wall_s},
             {"stage", c.stage}, {"stage_elapsed_s", c.stage_elapsed_s}, {"limit_hit", c.limit_hit},
-            {"message", c.message}, {"notes", c.notes}, {"log_tail", c.log_tail}};
+            {"message", c.message}, {"notes", c.notes}, {"log_tail", c.log_tail}, {"died", c.died},
+            {"output_held", c.output_held}, {"left_behind", c.left_behind}, {"exit_wait_s", c.exit_wait_s}};
   json stages = json::array();
   for (const auto& s : c.stages) stages.push_back({{"stage", s.stage}, {"seconds", s.seconds}, {"completed", s.completed}});
   j["stages"] = stages;
@@ -236,13 +280,40 @@ void judge(RehearsalMode& m) {
   const RehearsalChild& c = m.child;
   const json account = parse_account(c.account);
   m.message.clear();
+  if (c.outcome == Outcome::Timeout) {
+    m.verdict = c.limit_hit ? "WOULD TIME OUT" : "TIMEOUT";
+    m.message = (c.limit_hit ? "killed at its " + fmt("%g", c.limit_s) + " s limit "
+                             : c.message + " (a stage budget given on the command line, not the evaluator's) ") +
+                where_text(c, account) + "; finished: " + finished_text(account);
+    return;
+  }
+  // kernelbot reads the mode's stdout and stderr until EOF: a process holding them outlives
+  // eval.py's own verdict, pass or fail.
+  if (c.output_held) {
+    const std::string v = str(account, "verdict");
+    m.verdict = "WOULD TIME OUT";
+    m.message = "a process the submission started still holds the output pipe: the evaluator waits for it until its "
+                "limit (" + (c.left_behind.empty() ? std::string("a process the harness could not name")
+                                                    : joined(c.left_behind)) +
+                "; the mode itself " + (v == "pass" ? "passed" : v == "fail" ? "failed" : "ended") + " " +
+                fmt("%.1f", c.talk_s) + " s after its start)";
+    return;
+  }
+  // The evaluator runs the import and every call in its pool worker; what ends that process
+  // (a signal, an exit, SystemExit, KeyboardInterrupt) leaves pool.apply waiting until the limit.
+  const std::string dies = str(account, "worker_dies");
+  if (c.died || !dies.empty()) {
+    m.verdict = "WOULD TIME OUT";
+    if (!dies.empty())
+      m.message = dies;
+    else
+      m.message = (c.outcome == Outcome::Crash ? "crashed: " + c.message
+                                               : c.message + " (os._exit, or an exit in native code)") +
+                  ": the evaluator's pool worker would die and eval.py would wait for it until the limit";
+    m.message += "; " + where_text(c, account, false);
+    return;
+  }
   switch (c.outcome) {
-    case Outcome::Timeout:
-      m.verdict = c.limit_hit ? "WOULD TIME OUT" : "TIMEOUT";
-      m.message = (c.limit_hit ? "killed at its " + fmt("%g", c.limit_s) + " s limit "
-                               : c.message + " (a stage budget given on the command line, not the evaluator's) ") +
-                  where_text(c, account) + "; finished: " + finished_text(account);
-      return;
     case Outcome::Crash:
     case Outcome::Error:
       m.verdict = "FAIL";
@@ -264,6 +335,13 @@ void judge(RehearsalMode& m) {
   }
 }
 
+std::string close_to_limit(const RehearsalMode& m) {
+  const RehearsalChild& c = m.child;
+  if (m.verdict != "PASS" || !(c.limit_s > 0) || c.wall_s < 0.9 * c.limit_s) return "";
+  return "close to the limit (" + fmt("%.1f", c.wall_s) + " s of " + fmt("%g", c.limit_s) +
+         " s): the evaluator's own start-up and its per-recheck reference (not counted here) may push it over";
+}
+
 void print_rehearsal_mode(std::ostream& os, const RehearsalMode& m, double compile_limit_s) {
   const RehearsalChild& c = m.child;
   const json account = parse_account(c.account);
@@ -277,6 +355,7 @@ void print_rehearsal_mode(std::ostream& os, const RehearsalMode& m, double compi
        << " s; the evaluator ignores its outcome): " << fmt("%.2f", m.compile.wall_s) << " s, " << outcome_text(m.compile)
        << "\n";
   if (!m.message.empty()) os << "  " << (m.verdict == "SKIP" ? "skip" : "why") << ": " << m.message << "\n";
+  if (const std::string w = close_to_limit(m); !w.empty()) os << "  warning: " << w << "\n";
   for (const auto& n : c.notes) os << "  note: " << n << "\n";
   if (m.verdict == "SKIP") return;
   const Breakdown b = breakdown(c, account);
@@ -289,9 +368,15 @@ void print_rehearsal_mode(std::ostream& os, const RehearsalMode& m, double compi
     os << "evaluator's work " << fmt("%.2f", b.evaluator()) << " s (data " << fmt("%.2f", b.data) << ", references "
        << fmt("%.2f", b.ref) << ", checks " << fmt("%.2f", b.check) << ", L2 clears " << fmt("%.2f", b.l2)
        << "), other " << fmt("%.2f", std::max(0.0, b.rest)) << " s";
+    if (!b.in_flight_step.empty())
+      os << " (it ended " << b.in_flight_text << ": its " << fmt("%.2f", b.in_flight) << " s there counted above)";
   }
+  if (b.after_exit >= 0.05 || c.output_held)
+    os << ", after the child's exit " << fmt("%.2f", b.after_exit) << " s"
+       << (c.output_held ? " (the output pipe held: the grace given to the process holding it, then the kill)" : "");
   os << (emulated ? " (emulated FP4)" : "") << "\n";
-  for (const auto& cs : account.value("cases", json::array())) print_case(os, cs, emulated);
+  for (const auto& cs : account.value("cases", json::array()))
+    print_case(os, cs, emulated, c.outcome == Outcome::Timeout);
   const double g = geomean_us(account);
   if (g > 0)
     os << "  geometric mean of the " << account["case_counts"].value("benchmarks", 0)
@@ -332,7 +417,11 @@ std::string rehearsal_json(const Rehearsal& r) {
                          {"other_calls", b.other},
                          {"timed_repeats", b.timed},
                          {"evaluator", {{"data", b.data}, {"reference", b.ref}, {"check", b.check}, {"l2_clear", b.l2}}},
+                         {"after_exit", b.after_exit},
+                         {"in_flight", {{"step", b.in_flight_step}, {"seconds", b.in_flight}}},
                          {"other", b.rest}};
+    const std::string warning = close_to_limit(m);
+    mj["warnings"] = warning.empty() ? json::array() : json::array({warning});
     const double g = geomean_us(account);
     mj["geomean_us"] = g > 0 ? json(g) : json(nullptr);
     mj["account"] = account;

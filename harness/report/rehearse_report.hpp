@@ -32,6 +32,12 @@ struct RehearsalChild {
   std::vector<StageTime> stages;
   std::vector<std::string> notes;
   std::string account;  // DIR/rehearse.json as the child last wrote it; "" when none
+  // The child's end and what it left behind (rehearse.cpp supervise):
+  bool died = false;         // after stage setup, a signal or an exit without done, error or skip
+  double talk_s = 0;         // from the start to the child's exit (or kill) as the parent saw it
+  double exit_wait_s = 0;    // after that: the wait for the output pipe, ending what was left behind
+  bool output_held = false;  // a process it started still held its stdout/stderr after the grace
+  std::vector<std::string> left_behind;  // "pid 123 (sleep 77)": each process found after its exit
 };
 
 // One evaluator mode: its compile run, its child, and the verdict (judge()).
@@ -51,8 +57,14 @@ struct Rehearsal {
   int exit_code = 0;
 };
 
-// Sets m.verdict and m.message from its child and the child's account.
+// Sets m.verdict and m.message from its child and the child's account. WOULD TIME OUT: killed at
+// the mode's limit; its output pipe held by a process it started (kernelbot reads the pipe to EOF
+// until the limit); or the evaluator's pool worker would die (a signal, an exit, SystemExit or
+// KeyboardInterrupt after the import began: pool.apply then never returns). A failure otherwise.
 void judge(RehearsalMode& m);
+
+// The warning of a mode that passed within 10% of its limit; "" otherwise.
+std::string close_to_limit(const RehearsalMode& m);
 
 // The compile run's line and the mode's lines (verdict, time against the limit, the time
 // breakdown, one line per case, the geometric mean of the benchmark means, where a timeout was).

@@ -29,6 +29,22 @@ std::string sub(const std::string& name) { return kDir + "/submissions/" + name 
 
 bool have_numpy() { return std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
+// Whether process `pid` still runs (a zombie has ended: only its status waits to be reaped).
+bool alive(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+// The pids a submission wrote to the file $REHEARSE_PIDFILE names, one a line.
+std::vector<int> pids_in(const std::string& path) {
+  std::vector<int> out;
+  std::ifstream f(path);
+  for (int pid; f >> pid;) out.push_back(pid);
+  return out;
+}
+
 // `harness rehearse gpumode --submission S --task tiny ARGS` with no compile run unless ARGS sets one.
 Result rehearse(const std::string& submission, const std::string& args) {
   const bool compile = args.find("--limit-compile") != std::string::npos;
@@ -212,6 +228,150 @@ TEST_CASE("an exception in custom_kernel fails the mode naming the call, with th
   CHECK(has(r.out, "raises.py"));
 }
 
+TEST_CASE("a process the submission leaves holding the output pipe would time out; whatever it leaves is killed") {
+  if (!have_numpy()) return;
+  const std::string dir = temp_dir(), json = dir + "/r.json", pids = dir + "/pids";
+  setenv("REHEARSE_PIDFILE", pids.c_str(), 1);
+  // A Popen inheriting stdout and stderr: kernelbot reads them to EOF, so the evaluator waits for it.
+  TimedResult r = run_argv({"rehearse", "gpumode", "--submission", sub("leaves_process"), "--task", kTask,
+                            "--limit-compile", "0", "--evaluator-mode", "test,benchmark", "--json", json},
+                           60);
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "test         WOULD TIME OUT"));
+  CHECK(has(r.out, "a process the submission started still holds the output pipe: the evaluator waits for it until "
+                   "its limit (pid "));
+  CHECK(has(r.out, "(sleep 77), holding the output pipe; the mode itself passed"));
+  CHECK(has(r.out, "result: test WOULD TIME OUT; not run: benchmark -> exit 1"));
+  JsonValue m = report(json).at("modes").items()[0];
+  CHECK(m.at("output_held").boolean());
+  CHECK(m.at("left_behind").items().size() == 1);
+  // The wait for the pipe is reported apart from the start.
+  CHECK(m.at("breakdown_s").at("after_exit").number() >= 1.5);
+  CHECK(m.at("breakdown_s").at("start").number() < 1.5);
+  for (int pid : pids_in(pids)) CHECK_MESSAGE(!alive(pid), "pid " << pid << " outlived the rehearsal");
+
+  // A fork that leaves the process group (setsid) is found as well, and killed.
+  std::remove(pids.c_str());
+  r = run_argv({"rehearse", "gpumode", "--submission", sub("leaves_process"), "--task", kTask, "--limit-compile", "0",
+                "--evaluator-mode", "test", "--toggles", "setsid"},
+               60);
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "outside its process group (setsid?), holding the output pipe"));
+  REQUIRE(pids_in(pids).size() == 1);
+  CHECK(!alive(pids_in(pids)[0]));
+
+  // One that holds nothing the evaluator waits for passes, with a note, and is killed too; so is
+  // the one the compile run left.
+  std::remove(pids.c_str());
+  r = run_argv({"rehearse", "gpumode", "--submission", sub("leaves_process"), "--task", kTask, "--limit-compile", "5",
+                "--evaluator-mode", "test", "--toggles", "quiet", "--json", json},
+               60);
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "test         PASS"));
+  CHECK(has(r.out, "note: left behind after the child's exit: pid "));
+  CHECK(pids_in(pids).size() == 2);  // the compile run's and the mode's
+  for (int pid : pids_in(pids)) CHECK(!alive(pid));
+  m = report(json).at("modes").items()[0];
+  CHECK(!m.at("output_held").boolean());
+  CHECK(m.at("compile_run").at("left_behind").items().size() == 1);
+  unsetenv("REHEARSE_PIDFILE");
+}
+
+TEST_CASE("what ends the evaluator's pool worker would time out; an ordinary exception fails") {
+  if (!have_numpy()) return;
+  const std::pair<std::string, std::string> dying[] = {
+      {"segv", "crashed: SIGSEGV in stage run"},
+      {"exit-at-import", "in stage load without reporting why (os._exit, or an exit in native code)"},
+      {"sysexit", "exception in custom_kernel (test 1): SystemExit: 0"},
+      {"keyboard", "exception in custom_kernel (test 1): KeyboardInterrupt"},
+  };
+  for (const auto& [toggle, why] : dying) {
+    const Result r = rehearse(sub("dies"), "--evaluator-mode test --toggles " + toggle);
+    INFO(toggle);
+    INFO(r.out);
+    CHECK(r.rc == 1);
+    CHECK(has(r.out, "test         WOULD TIME OUT"));
+    CHECK(has(r.out, why));
+    CHECK(has(r.out, "the evaluator's pool worker would die and eval.py would wait for it until the limit"));
+  }
+  const Result r = rehearse(sub("dies"), "--evaluator-mode test --toggles raise-at-import");
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "test         FAIL"));
+  CHECK(has(r.out, "exception at import of"));
+  CHECK(!has(r.out, "pool worker would die"));
+}
+
+TEST_CASE("a hung call's time is charged to the step it was in: the first call, the timed repeats") {
+  if (!have_numpy()) return;
+  const std::string json = temp_dir() + "/r.json";
+  TimedResult r = run_argv({"rehearse", "gpumode", "--submission", sub("hangs"), "--task", kTask, "--limit-compile",
+                            "0", "--evaluator-mode", "test", "--limit-test", "2.5", "--json", json},
+                           30);
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "test 1 of 3 (64x32x64x1 seed 5), in its call"));
+  JsonValue b = report(json).at("modes").items()[0].at("breakdown_s");
+  CHECK(b.at("in_flight").at("step").str() == "call");
+  CHECK(b.at("first_calls").number() >= 1.5);
+  CHECK(b.at("other").number() < 0.5);
+
+  r = run_argv({"rehearse", "gpumode", "--submission", sub("slow_call"), "--task", kTask, "--limit-compile", "0",
+                "--evaluator-mode", "benchmark", "--limit-benchmark", "4", "--json", json},
+               30);
+  INFO(r.out);
+  CHECK(has(r.out, "in its timed repeats (at least "));
+  b = report(json).at("modes").items()[0].at("breakdown_s");
+  CHECK(b.at("in_flight").at("step").str() == "repeats");
+  CHECK(b.at("other").number() < 0.5);
+  CHECK(b.at("other").number() > -0.05);  // nothing counted twice
+  CHECK(b.at("timed_repeats").number() >= 1.5);
+}
+
+TEST_CASE("judge and the report: precedence of the verdicts, the close-to-limit warning") {
+  using nvfp4::Outcome;
+  nvfp4::RehearsalMode m;
+  m.name = "test";
+  m.child.ran = true;
+  m.child.outcome = Outcome::Pass;
+  m.child.limit_s = 10;
+  m.child.wall_s = m.child.talk_s = 9.5;
+  m.child.account = R"({"verdict": "pass", "cases": [], "case_counts": {"tests": 0, "benchmarks": 0}})";
+  nvfp4::judge(m);
+  CHECK(m.verdict == "PASS");
+  std::ostringstream os;
+  nvfp4::print_rehearsal_mode(os, m, 0);
+  CHECK(has(os.str(), "warning: close to the limit (9.5 s of 10 s): the evaluator's own start-up and its per-recheck "
+                      "reference (not counted here) may push it over"));
+  m.child.wall_s = 8.9;
+  CHECK(nvfp4::close_to_limit(m).empty());
+
+  // A held output pipe outweighs the mode's own verdict, pass or fail.
+  m.child.account = R"({"verdict": "fail", "cases": []})";
+  m.child.output_held = true;
+  m.child.left_behind = {"pid 7 (sleep 77), holding the output pipe"};
+  nvfp4::judge(m);
+  CHECK(m.verdict == "WOULD TIME OUT");
+  CHECK(has(m.message, "(pid 7 (sleep 77), holding the output pipe; the mode itself failed"));
+
+  // A crash after the import began: the evaluator's worker dies. In setup (the harness's own
+  // start, before the submission loads) it is a failure.
+  m.child.output_held = false;
+  m.child.outcome = Outcome::Crash;
+  m.child.message = "SIGSEGV in stage run";
+  m.child.stage = "run";
+  m.child.died = true;
+  nvfp4::judge(m);
+  CHECK(m.verdict == "WOULD TIME OUT");
+  m.child.died = false;
+  m.child.stage = "setup";
+  nvfp4::judge(m);
+  CHECK(m.verdict == "FAIL");
+}
+
 TEST_CASE("a secret seed pairs every case's seed as the evaluator does") {
   if (!have_numpy()) return;
   const std::string json = temp_dir() + "/r.json";
@@ -244,6 +404,25 @@ TEST_CASE("bad usage and bad submissions are refused with exit 2 before any chil
   const std::string fifo = dir + "/fifo.json";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   const std::string ok = " --submission " + sub("correct") + " --task " + kTask;
+  // The tiny task with one piece of text replaced, in a file of its own.
+  int tasks = 0;
+  auto task_with = [&](const std::string& from, const std::string& to) {
+    std::string text = read_text(kTask);
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    const std::string path = dir + "/task" + std::to_string(++tasks) + ".json";
+    std::ofstream(path) << text.replace(at, from.size(), to);
+    return " --submission " + sub("correct") + " --task " + path;
+  };
+  const std::string iterations = "\"iterations_per_benchmark\": 5";
+  // Copies of the inputs (never the repository's own files: a rehearsal that ran would overwrite them).
+  const std::string sub_copy = dir + "/sub.py", task_copy = dir + "/tiny.json", task_link = dir + "/link.json";
+  std::ofstream(sub_copy) << read_text(sub("correct"));
+  std::ofstream(task_copy) << read_text(kTask);
+  REQUIRE(symlink(task_copy.c_str(), task_link.c_str()) == 0);
+  const std::string literal = dir + "/literal.py", nul = dir + "/nul.py";
+  std::ofstream(literal) << "NVFP4_DATA = \"numpy\"\ncustom_kernel = 5\n";
+  std::ofstream(nul) << std::string("def custom_kernel(d):\n    return d\n\0\n", 37);
   const std::pair<std::string, std::string> cases[] = {
       {"rehearse", "harness rehearse needs the evaluator's name"},
       {"rehearse nvidia" + ok, "the evaluator rehearsed is gpumode"},
@@ -274,6 +453,43 @@ TEST_CASE("bad usage and bad submissions are refused with exit 2 before any chil
       {"rehearse gpumode --submission " + sub("correct") + " --task " + bad_task, "k = 24 is not a multiple of 16"},
       {"rehearse gpumode --submission " + sub("correct") + " --task " + dir + "/none.json", "--task"},
       {"rehearse gpumode --submission " + sub("correct") + " --task " + fifo, "FIFO"},
+      // --json never names an input: the report is written last, over whatever the path holds.
+      {"rehearse gpumode --submission " + sub_copy + " --task " + kTask + " --json " + sub_copy,
+       "is the same file as --submission"},
+      {"rehearse gpumode --submission " + sub("correct") + " --task " + task_link + " --json " + task_copy,
+       "is the same file as --task"},
+      // Every value of a task file, by field.
+      {"rehearse gpumode" + task_with(iterations, "\"iterations_per_benchmark\": 0"),
+       "evaluator.iterations_per_benchmark must be an integer in [1, 10000] (got 0)"},
+      {"rehearse gpumode" + task_with(iterations, "\"iterations_per_benchmark\": \"x\""),
+       "evaluator.iterations_per_benchmark must be an integer"},
+      {"rehearse gpumode" + task_with(iterations, iterations + ", \"seed_step\": -100"),
+       "evaluator.seed_step must be an integer in [0, "},
+      {"rehearse gpumode" + task_with("\"benchmark\": [30, 10.0]", "\"benchmark\": [-1, 5]"),
+       "evaluator.benchmark[0] (max repeats) must be an integer in [1, "},
+      {"rehearse gpumode" + task_with("\"m\": 64, \"n\": 32", "\"m\": 10000000, \"n\": 10000000"),
+       "tests[0].m must be an integer in [1, 1048576] (got 10000000)"},
+      {"rehearse gpumode" + task_with("\"m\": 64, \"n\": 32, \"k\": 64", "\"m\": 4096, \"n\": 4096, \"k\": 131072"),
+       "tests[0]: m*n*k*l = 2199023255552 exceeds 2^40"},
+      {"rehearse gpumode" + task_with("\"m\": 64, \"n\": 32", "\"m\": 65536, \"n\": 65536"),
+       "tests[0]: one data object of 65536x65536x64x1 takes 8597798912 bytes, more than 4 GiB"},
+      {"rehearse gpumode" + task_with("\"m\": 64", "\"m\": 1180591620717411303424"), "tests[0].m must be an integer"},
+      {"rehearse gpumode" + task_with("\"seed\": 5", "\"seed\": 1208925819614629174706176"),
+       "tests[0].seed must be an integer in [0, 18446744073709551615]"},
+      {"rehearse gpumode" + task_with("\"seed\": 5", "\"seed\": 9223372036854775807"),
+       "paired with a secret seed up to 2^31 - 1"},
+      {"rehearse gpumode" + task_with("\"rtol\": 0.001", "\"rtol\": Infinity"),
+       "tolerance.rtol must be a finite number > 0, at most 1e+06 (got Infinity)"},
+      {"rehearse gpumode" + task_with("\"test\": 30", "\"test\": NaN"), "limits_s.test must be a finite number"},
+      {"rehearse gpumode" + task_with("\"task\": \"tiny\"", "\"task\": 5"), "\"task\" must be a printable name"},
+      {"rehearse gpumode" + task_with("\"seed\": 5}", "\"seed\": 5, \"extra\": 1}"),
+       "tests[0] must hold exactly m, n, k, l, seed (unknown: 'extra')"},
+      {"rehearse gpumode" + task_with("\"m\": 64", "\"m\": 64.0"), "tests[0].m must be an integer"},
+      // Submissions that cannot hold a custom_kernel, or are no Python file.
+      {"rehearse gpumode --task " + kTask + " --submission " + literal,
+       "custom_kernel is bound only to the literal 5 (line 2), which is not callable"},
+      {"rehearse gpumode --task " + kTask + " --submission " + dir, "is a directory"},
+      {"rehearse gpumode --task " + kTask + " --submission " + nul, "contains a NUL byte (line 3"},
       {"verify all --limit-test 3", "--limit-test is not an option of harness verify"},
       {"verify plain --emulate-fp4 on", "--emulate-fp4 is about a Python submission"},
       {"bench plain --emulate-fp4 sometimes --submission " + sub("correct"), "--emulate-fp4: must be auto, on or off"},

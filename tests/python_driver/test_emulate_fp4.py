@@ -17,7 +17,9 @@ Plain unittest (python3 -m pytest tests/python_driver, or tests/python_driver/ru
 import importlib.util
 import os
 import sys
+import types
 import unittest
+import warnings
 
 import numpy as np
 
@@ -255,7 +257,21 @@ class TorchKernelTest(unittest.TestCase):
     def test_out_overload(self):
         case, a, b1, _, (sa, sb1, _) = torch_case("100x48x96", "gpumode", 12)
         out = torch.empty(0)
-        torch._scaled_mm(a, b1, sa, sb1, out_dtype=torch.float32, out=out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an empty out is sized without a word
+            torch._scaled_mm(a, b1, sa, sb1, out_dtype=torch.float32, out=out)
+        self.assertTrue(same_bits(out.numpy(), nd.reference(*case)[1].astype(np.float32)))
+
+    def test_out_of_another_shape_is_warned_about_and_resized(self):
+        # torch's resize_output (the real kernel's): a non-empty out of the wrong shape is resized
+        # with a warning.
+        case, a, b1, _, (sa, sb1, _) = torch_case("100x48x96", "gpumode", 12)
+        out = torch.empty(5, 5)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch._scaled_mm(a, b1, sa, sb1, out_dtype=torch.float32, out=out)
+        self.assertTrue(any("out has shape [5, 5] with 25 elements, not the result's [100, 48]" in str(w.message)
+                            for w in caught), [str(w.message) for w in caught])
         self.assertTrue(same_bits(out.numpy(), nd.reference(*case)[1].astype(np.float32)))
 
     def test_other_dtypes_reach_the_original_kernel(self):
@@ -296,6 +312,54 @@ class TorchKernelTest(unittest.TestCase):
         self.assertGreaterEqual(em.emulated_calls() - before, 2)
         report = nd.check(got.numpy(), *case)
         self.assertTrue(report.ok, str(report))
+
+
+@needs_torch
+class InstallConcurrencyTest(unittest.TestCase):
+    """install() from many threads at once registers once: the check and the registration are one
+    step under the module's lock. The device is stood in for (install's CUDA queries patched), and
+    the registration is a slow stand-in that widens the window a race would need."""
+
+    def test_threads_register_once(self):
+        import threading
+        import time
+        from unittest import mock
+        calls = []
+
+        def slow_register(key, devices):
+            if em.installed():
+                raise RuntimeError("emulate_fp4: already registered (uninstall() first)")
+            calls.append(key)
+            time.sleep(0.05)
+            em._state["lib"] = types.SimpleNamespace(_destroy=lambda: None)
+
+        patches = [mock.patch.object(em, "_register", slow_register),
+                   mock.patch.object(torch.cuda, "is_available", lambda: True),
+                   mock.patch.object(torch.cuda, "current_device", lambda: 0),
+                   mock.patch.object(torch.cuda, "get_device_capability", lambda device=None: (9, 0)),
+                   mock.patch.object(torch.cuda, "get_device_name", lambda device=None: "stand-in")]
+        for p in patches:
+            p.start()
+        try:
+            notices, errors = [], []
+
+            def install():
+                try:
+                    notices.append(em.install("on"))
+                except Exception as e:  # a second registration racing the first
+                    errors.append(e)
+            threads = [threading.Thread(target=install) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual((calls, errors), (["CUDA"], []))
+            self.assertEqual(len(set(notices)), 1)
+            self.assertIn("FP4 emulated on stand-in", notices[0])
+        finally:
+            em.uninstall()
+            for p in patches:
+                p.stop()
 
 
 @needs_torch

@@ -8,6 +8,9 @@ tests/harness/test_rehearse.cpp.
 
 Plain unittest (python3 -m pytest tests/python_driver, or tests/python_driver/run_tests.py).
 """
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -141,6 +144,57 @@ class NumpyHostTest(unittest.TestCase):
         self.assertFalse(self.h.check(ref, out[:, :5], 1e-3, 1e-3)[0])
         self.assertIn("not an array", self.h.check(ref, None, 1e-3, 1e-3)[1])
 
+    def test_outputs_that_are_not_real_numbers_fail_cleanly(self):
+        ref = np.ones((2, 3, 1), dtype=np.float16)
+        cases = {"dtype object": ref.astype(object), "dtype complex64": ref.astype(np.complex64),
+                 "dtype |S2": ref.astype("S2"), "dtype bool": ref.astype(bool), "dtype <U3": ref.astype("U3"),
+                 "numpy.ma.MaskedArray, a subclass": np.ma.masked_array(ref, mask=True)}
+        for want, out in cases.items():
+            good, msg, n = self.h.check(ref, out, 1e-3, 1e-3)  # a message, never an exception
+            self.assertEqual((good, n), (False, -1), want)
+            self.assertIn(want, msg)
+        for dtype in (np.float32, np.float64, np.int32, np.uint8):  # real numbers are compared
+            self.assertEqual(self.h.check(ref, ref.astype(dtype), 1e-3, 1e-3)[:2], (True, ""), dtype)
+
+    def test_the_clock_is_bound_before_the_submission_can_patch_it(self):
+        import time
+        saved = time.perf_counter
+        time.perf_counter = lambda: 1.0  # what a submission may do at import
+        try:
+            seconds, _, out = self.h.timed(lambda: time.sleep(0.02) or 7)
+        finally:
+            time.perf_counter = saved
+        self.assertEqual(out, 7)
+        self.assertGreaterEqual(seconds, 0.015)
+
+
+@unittest.skipIf(importlib.util.find_spec("torch") is None, "torch not installed")
+class TorchCheckTest(unittest.TestCase):
+    """TorchHost.check without a GPU: the reference on one device, the output on another."""
+
+    def setUp(self):
+        import torch
+        self.t = torch
+        self.h = gd.TorchHost.__new__(gd.TorchHost)  # no CUDA tables: check() needs none
+        self.h.np, self.h.torch = np, torch
+
+    def test_an_output_on_another_device_fails_as_the_evaluator_would(self):
+        t = self.t
+        ref = t.ones((2, 3, 1), dtype=t.float16)
+        good, msg, n = self.h.check(ref, t.ones((2, 3, 1), dtype=t.float16, device="meta"), 1e-3, 1e-3)
+        self.assertEqual((good, n), (False, -1))
+        self.assertIn("custom_kernel returned a tensor on meta; the reference is on cpu", msg)
+        self.assertIn("torch raises on the device mismatch", msg)
+        self.assertEqual(self.h.check(ref, ref.clone(), 1e-3, 1e-3)[:2], (True, ""))
+
+    def test_dtypes_without_arithmetic_fail_cleanly(self):
+        t = self.t
+        ref = t.ones((2, 3, 1), dtype=t.float16)
+        for dtype in (t.bool, t.complex64, t.float8_e4m3fn):
+            good, msg, n = self.h.check(ref, ref.to(dtype), 1e-3, 1e-3)
+            self.assertEqual((good, n), (False, -1), dtype)
+            self.assertIn("dtype %s" % dtype, msg)
+
 
 # ---- the loops, against a stand-in host ------------------------------------------------------------
 
@@ -226,8 +280,9 @@ class LoopTest(unittest.TestCase):
             self.stages.append(name)
             return body()
         try:
-            passed = rh.run_mode(mode, host, kernel, task, record, stage, secret)
-        except rh.SubmissionError:
+            with contextlib.redirect_stderr(io.StringIO()):  # the submission's tracebacks, for the child's log
+                passed = rh.run_mode(mode, host, kernel, task, record, stage, secret)
+        except (rh.SubmissionError, rh.WorkerDeath):
             passed = None
         with open(record.path) as f:
             saved = json.load(f)
@@ -336,6 +391,87 @@ class LoopTest(unittest.TestCase):
         self.assertEqual(len(doc["cases"]), 2)
         self.assertIn("exception in custom_kernel (test 2): ValueError: no", doc["message"])
 
+    def test_op_error_fails_only_its_case_where_the_evaluator_catches_it(self):
+        class OpError(Exception):  # CuTe's name; the evaluator catches it by class
+            pass
+
+        class SubOpError(OpError):
+            pass
+
+        def test_kernel(data):
+            if data["seed"] == 6:
+                raise SubOpError("no MMA for this shape")
+            return data["seed"]
+        passed, doc, _ = self.run_mode("test", test_kernel)
+        self.assertFalse(passed)  # the test mode goes on after it (ebb:168-170)
+        self.assertEqual([c["status"] for c in doc["cases"]], ["pass", "fail", "pass"])
+        self.assertIn("custom_kernel raised OpError (test 2), which the evaluator catches there: SubOpError: no MMA",
+                      doc["cases"][1]["message"])
+
+        def bench_kernel(data):  # the first case's objects (53.., 95.., ...) and the warm-up's
+            if data["seed"] == 95:
+                raise OpError("bad tile")
+            return data["seed"]
+        passed, doc, _ = self.run_mode("benchmark", bench_kernel)
+        warm, first, second = doc["cases"]
+        self.assertFalse(passed)
+        self.assertTrue(warm["ignored_by_evaluator"])    # a warm-up's failure is discarded
+        self.assertEqual(first["status"], "fail")        # ebb:240-241: the case fails, no timing
+        self.assertNotIn("repeats", first)
+        self.assertEqual(second["status"], "pass")       # the benchmark mode runs every case
+
+    def test_op_error_in_the_timed_repeats_ends_the_mode(self):
+        class OpError(Exception):
+            pass
+        count = call_counter()
+
+        def kernel(data):
+            if count(data) >= 2:  # the checked calls take clones: only a second timed repeat meets an object again
+                raise OpError("late")
+            return data["seed"]
+        passed, doc, _ = self.run_mode("benchmark", kernel)
+        self.assertIsNone(passed)  # not caught there (ebb:253-268): eval.py dies
+        self.assertIn("exception in custom_kernel (timed repeat 2): OpError: late", doc["message"])
+
+    def test_what_ends_the_pool_worker_is_marked(self):
+        for exc in (SystemExit(0), KeyboardInterrupt()):
+            def kernel(data, exc=exc):
+                raise exc
+            passed, doc, _ = self.run_mode("test", kernel)
+            self.assertIsNone(passed)
+            self.assertEqual(len(doc["cases"]), 1)
+            self.assertIn("exception in custom_kernel (test 1): %s" % type(exc).__name__, doc["worker_dies"])
+            self.assertIn("the evaluator's pool worker would die", doc["worker_dies"])
+        passed, doc, _ = self.run_mode("test", lambda d: 1 / 0)
+        self.assertIsNone(passed)
+        self.assertNotIn("worker_dies", doc)  # an Exception: eval.py dies with it, a plain failure
+
+    def test_a_mean_of_zero_ends_the_mode_with_its_reason(self):
+        host = FakeHost(self.clock, batch_s=0.0)
+        self.clock.now = 0.0
+
+        def advance(data):  # time passes outside the timed batches only
+            self.clock.now += 0.01
+            return data["seed"]
+        passed, doc, _ = self.run_mode("benchmark", advance, host)
+        self.assertIsNone(passed)
+        self.assertIn("measured a mean of 0.0 ns per call", doc["message"])
+        self.assertIn("ZeroDivisionError", doc["message"])
+
+    def test_each_step_says_when_it_began(self):
+        host = FakeHost(self.clock)
+        steps = []
+
+        class Spy(rh.Record):
+            def save(self, at_most_every=0.0):
+                for c in self.doc["cases"]:
+                    if c.get("status") == "running" and "step_t0" in c:
+                        steps.append(c["step"])
+                super().save(at_most_every)
+        record = Spy(os.path.join(self.tmp.name, "r.json"), {"mode": "benchmark"})
+        rh.run_mode("benchmark", host, lambda d: d["seed"], TASK, record, lambda name, body: body())
+        self.assertTrue({"generate", "call", "calls", "check", "repeats"} <= set(steps))
+
     def test_secret_seed_pairs_every_case(self):
         passed, doc, host = self.run_mode("test", lambda d: d["seed"], secret=12345)
         self.assertEqual([c["seed"] for c in doc["cases"]], [gd.combine_seed(s, 12345) for s in (5, 6, 7)])
@@ -355,14 +491,49 @@ class TaskFileTest(unittest.TestCase):
         good = {"tests": [{"m": 1, "n": 1, "k": 16, "l": 1, "seed": 0}], "benchmarks": [{"m": 1, "n": 1, "k": 16,
                 "l": 1, "seed": 0}], "tolerance": {"rtol": 1e-3, "atol": 1e-3},
                 "limits_s": {"test": 1, "benchmark": 1, "leaderboard": 1, "compile": 0}}
+        case = lambda **kw: [dict({"m": 1, "n": 1, "k": 16, "l": 1, "seed": 0}, **kw)]
+        limits = lambda **kw: dict({"test": 1, "benchmark": 1, "leaderboard": 1, "compile": 0}, **kw)
         bad = {
-            "k = 24 is not a multiple of 16": ("tests", [{"m": 1, "n": 1, "k": 24, "l": 1, "seed": 0}]),
-            "benchmarks[0]: m must be a positive integer": ("benchmarks", [{"m": 0, "n": 1, "k": 16, "l": 1, "seed": 0}]),
-            "seed must be a non-negative integer": ("tests", [{"m": 1, "n": 1, "k": 16, "l": 1, "seed": -3}]),
+            "tests[0].k = 24 is not a multiple of 16": ("tests", case(k=24)),
+            "benchmarks[0].m must be an integer in [1, 1048576] (got 0)": ("benchmarks", case(m=0)),
+            "tests[0].seed must be an integer in [0, ": ("tests", case(seed=-3)),
             "\"tests\" must be a non-empty list": ("tests", []),
-            "limits_s.test must be a positive number": ("limits_s", {"test": 0, "benchmark": 1, "leaderboard": 1,
-                                                                     "compile": 0}),
+            "limits_s.test must be a finite number > 0": ("limits_s", limits(test=0)),
+            "limits_s.compile must be a finite number >= 0": ("limits_s", limits(compile=-1)),
+            "\"limits_s\" must hold exactly test, benchmark, leaderboard, compile (unknown: 'extra')":
+                ("limits_s", limits(extra=1)),
             "\"evaluator\" may only override": ("evaluator", {"repeats": 3}),
+            "evaluator.iterations_per_benchmark must be an integer in [1, 10000] (got 0)":
+                ("evaluator", {"iterations_per_benchmark": 0}),
+            "evaluator.iterations_per_benchmark must be an integer in [1, 10000] (got 'x')":
+                ("evaluator", {"iterations_per_benchmark": "x"}),
+            "evaluator.iterations_per_benchmark must be an integer in [1, 10000] (got True)":
+                ("evaluator", {"iterations_per_benchmark": True}),
+            "evaluator.seed_step must be an integer in [0, 4294967296] (got -100)": ("evaluator", {"seed_step": -100}),
+            "evaluator.benchmark[0] (max repeats) must be an integer in [1, 1000000] (got -1)":
+                ("evaluator", {"benchmark": [-1, 5]}),
+            "evaluator.leaderboard[1] (max time s) must be a finite number > 0": ("evaluator", {"leaderboard": [3, 0]}),
+            "evaluator.benchmark must be a pair": ("evaluator", {"benchmark": [3]}),
+            "evaluator.min_wall_s must be a finite number >= 0": ("evaluator", {"min_wall_s": -1}),
+            "tests[0].m must be an integer in [1, 1048576] (got 10000000)": ("tests", case(m=10 ** 7, n=10 ** 7)),
+            "tests[0].m must be an integer in [1, 1048576] (got 1180591620717411303424)": ("tests", case(m=2 ** 70)),
+            "tests[0].m must be an integer in [1, 1048576] (got 1.0)": ("tests", case(m=1.0)),
+            "tests[0].l must be an integer in [1, 1024]": ("tests", case(l=2000)),
+            "tests[0]: m*n*k*l = 2199023255552 exceeds 2^40": ("tests", case(m=4096, n=4096, k=131072)),
+            "more than 4 GiB": ("tests", case(m=65536, n=65536, k=64)),
+            "tests[0].seed must be an integer in [0, 18446744073709551615] (got 1208925819614629174706176)":
+                ("tests", case(seed=2 ** 80)),
+            "tests[0].seed = 6074000999: paired with a secret seed up to 2^31 - 1": ("tests", case(seed=6074000999)),
+            "benchmarks[0].seed = 6074000999: paired with a secret seed up to 2^31 - 1 (eval_better_bench.py:62-70) "
+            "and raised by seed_step": ("benchmarks", case(seed=6074000999)),
+            "tests[0] must hold exactly m, n, k, l, seed (unknown: 'extra')": ("tests", case(extra=1)),
+            "tests[0] must hold exactly m, n, k, l, seed (missing: seed)": ("tests", [{"m": 1, "n": 1, "k": 16, "l": 1}]),
+            "\"tolerance\" must hold exactly rtol, atol": ("tolerance", {"rtol": 1e-3}),
+            "tolerance.atol must be a finite number > 0": ("tolerance", {"rtol": 1e-3, "atol": 0}),
+            "\"task\" must be a printable name of 1 to 200 characters (got 5)": ("task", 5),
+            "\"source\" must be an object of strings": ("source", "x"),
+            "\"ranking_by\" must be \"geom\"": ("ranking_by", "mean"),
+            "unknown key 'command'": ("command", "x"),
         }
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "t.json")
@@ -379,6 +550,26 @@ class TaskFileTest(unittest.TestCase):
                 f.write("{not json")
             with self.assertRaises(ValueError):
                 rh.load_task(path)
+            # Non-finite numbers are refused by field: json's NaN and Infinity, and a float too large.
+            text = json.dumps(good)
+            for old, new, want in (('"rtol": 0.001', '"rtol": Infinity', "tolerance.rtol must be a finite number > 0, "
+                                    "at most 1e+06 (got Infinity)"),
+                                   ('"test": 1', '"test": NaN', "limits_s.test must be a finite number"),
+                                   ('"atol": 0.001', '"atol": 1e400', "tolerance.atol must be a finite number"),
+                                   ('"tests"', '"tests": [], "tests"', "the key 'tests' appears twice")):
+                self.assertIn(old, text)
+                with open(path, "w") as f:
+                    f.write(text.replace(old, new, 1))
+                with self.assertRaises(ValueError) as e:
+                    rh.load_task(path)
+                self.assertIn(want, str(e.exception))
+            # The largest test seed that every secret seed keeps within torch's range is accepted.
+            largest = 3926517351
+            self.assertLessEqual(gd.combine_seed(largest, 2 ** 31 - 1), 2 ** 64 - 1)
+            self.assertGreater(gd.combine_seed(largest + 1, 2 ** 31 - 1), 2 ** 64 - 1)
+            with open(path, "w") as f:
+                json.dump(dict(good, tests=case(seed=largest)), f)
+            self.assertEqual(rh.load_task(path)["tests"][0]["seed"], largest)
 
 
 TINY_TASK = os.path.join(ROOT, "tests", "rehearse", "tiny_task.json")
@@ -470,6 +661,73 @@ class DriverSubcommandTest(unittest.TestCase):
             self.assertEqual((rc, json.loads(out)["custom_kernel"]), (0, want), source)
 
 
+class SubmissionFileTest(unittest.TestCase):
+    """What describe (and so every --submission mode) refuses before anything runs: exit 2, the
+    reason on stderr."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def describe(self, path):
+        msgs, rc, out = driver("describe", path, fd=False)
+        return rc, out
+
+    def write(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_refusals(self):
+        cases = {
+            b"custom_kernel = 5\n": "custom_kernel is bound only to the literal 5 (line 1), which is not callable",
+            b"import os\ncustom_kernel = None\n": "custom_kernel is bound only to the literal None (line 2)",
+            b"def custom_kernel(d):\n    return d\n\0\n": "contains a NUL byte (line 3, byte 35): not Python source",
+            b"\xff\xfedef custom_kernel(d): pass\n": "codec can't decode byte 0xff",
+            b"def custom_kernel(d:\n": "syntax error at line 1",
+        }
+        for i, (source, want) in enumerate(cases.items()):
+            rc, out = self.describe(self.write("s%d.py" % i, source))
+            self.assertEqual(rc, 2, source)
+            self.assertIn(want, out, source)
+            self.assertNotIn("line None", out, source)
+        rc, out = self.describe(self.dir)
+        self.assertEqual((rc, "is a directory, not a Python file" in out), (2, True), out)
+        fifo = os.path.join(self.dir, "fifo.py")
+        os.mkfifo(fifo)
+        rc, out = self.describe(fifo)  # refused without opening it (a read would block)
+        self.assertEqual((rc, "is a FIFO (named pipe), not a Python file" in out), (2, True), out)
+        # Bindings that may hold a function are not judged statically.
+        for source in (b"custom_kernel = 5\ndef custom_kernel(d):\n    return d\n", b"custom_kernel = make()\n",
+                       b"custom_kernel = None\ntry:\n    from fast import custom_kernel\nexcept ImportError:\n    pass\n",
+                       b"custom_kernel = 5\ndef f():\n    global custom_kernel\n    custom_kernel = print\n",
+                       b"custom_kernel = 5\nglobals()['custom_kernel'] = print\n"):
+            rc, out = self.describe(self.write("ok.py", source))
+            self.assertEqual(rc, 0, (source, out))
+
+    def test_a_kernel_that_is_no_function_after_the_import(self):
+        sub = self.write("late.py", b"NVFP4_DATA = 'numpy'\nmake = lambda: 5\ncustom_kernel = make()\n")
+        msgs, rc, log = driver("rehearse", "--dir", self.dir, "--submission", sub, "--task", TINY_TASK,
+                               "--mode", "test")
+        self.assertEqual(msgs[-1][0], "error", log)
+        self.assertIn("custom_kernel is a int after the import, not a function", msgs[-1][1])
+
+    def test_system_exit_at_import_marks_the_worker_dead(self):
+        sub = self.write("bye.py", b"NVFP4_DATA = 'numpy'\nimport sys\nsys.exit(3)\ndef custom_kernel(d):\n    pass\n")
+        msgs, rc, log = driver("rehearse", "--dir", self.dir, "--submission", sub, "--task", TINY_TASK,
+                               "--mode", "test")
+        self.assertEqual(msgs[-1][0], "error", log)
+        with open(os.path.join(self.dir, "rehearse.json")) as f:
+            doc = json.load(f)
+        self.assertIn("exception at import of %s: SystemExit: 3: the evaluator's pool worker would die" % sub,
+                      doc["worker_dies"])
+        self.assertIn("stage_t0", doc)
+
+
 class EmulationHookTest(unittest.TestCase):
     """submission_driver.install_emulation: nvfp4_driver/emulate_fp4.py's install() when the module
     exists (stood in for here), no emulation when it does not (an error for --emulate-fp4 on)."""
@@ -501,6 +759,22 @@ class EmulationHookTest(unittest.TestCase):
         with self.assertRaises(self.driver.TrialError) as e:
             self.driver.install_emulation("on")
         self.assertIn("--emulate-fp4 on: the FP4 emulation is unavailable here", str(e.exception))
+
+    def test_an_install_that_fails_runs_without_emulation_under_auto(self):
+        fake = types.ModuleType("nvfp4_driver.emulate_fp4")
+
+        def install(mode):
+            raise RuntimeError("emulate_fp4: torch 2.3 has no float4_e2m1fn_x2 dtype")
+        fake.install = install
+        fake.installed = lambda: False
+        sys.modules["nvfp4_driver.emulate_fp4"] = fake
+        notice, installed = self.driver.install_emulation("auto")
+        self.assertFalse(installed)
+        self.assertIn("FP4 emulation not installed (--emulate-fp4 auto): emulate_fp4: torch 2.3 has no "
+                      "float4_e2m1fn_x2 dtype", notice)
+        with self.assertRaises(self.driver.TrialError) as e:
+            self.driver.install_emulation("on")
+        self.assertIn("--emulate-fp4 on: the FP4 emulation cannot be installed: emulate_fp4: torch 2.3", str(e.exception))
 
     def test_labelled_emulated_only_where_the_emulation_ran(self):
         fake = types.ModuleType("nvfp4_driver.emulate_fp4")

@@ -22,6 +22,9 @@ API (the submission driver calls these):
         cores (compute capability < 10.0); "on": whenever CUDA is available; "off": never. Returns a
         one-line notice (device, "emulated", timings not comparable) while the emulation is active,
         None when nothing is installed. Idempotent: a second call returns the first call's notice.
+        Thread-safe (one lock around install and uninstall). RuntimeError when this torch has no
+        float4_e2m1fn_x2 or no torch.library.get_kernel (the driver runs without the emulation
+        then under "auto", and refuses "on").
     installed() -> bool;  fp4_tensor_cores(device=None) -> bool;  uninstall();  emulated_calls() -> int
 
 Numerics (docs/fp4-emulation.md says the same at length):
@@ -47,6 +50,8 @@ The layout conversion and the decode take numpy arrays or torch tensors alike (t
 scaled_mm_numpy is the numpy twin of the kernel), so CPU CI tests them without torch
 (tests/python_driver/test_emulate_fp4.py). The module imports neither numpy nor torch at load.
 """
+
+import threading
 
 # --- format facts (docs/design.md §1.2) ----------------------------------------------------------
 
@@ -198,6 +203,10 @@ def scaled_mm_numpy(a, b, scale_a, scale_b, out_dtype="float32", bias=None, tabl
 
 _OPS = ("_scaled_mm", "_scaled_mm.out")
 _state = {"lib": None, "original": {}, "tables": {}, "notice": None, "calls": 0}
+# Held by install() and uninstall() for their whole body: a registration is made, or dropped, once,
+# whatever threads call them (the check "installed?" and the registration are one step). Re-entrant:
+# install() calls _register(), which checks installed() again.
+_lock = threading.RLock()
 
 
 def fp4_tensor_cores(device=None):
@@ -219,59 +228,69 @@ def emulated_calls():
 
 
 def install(mode="auto"):
-    """Registers the emulation (see the module docstring); returns the notice or None."""
+    """Registers the emulation (see the module docstring); returns the notice or None. Thread-safe:
+    concurrent calls register once and return the same notice. RuntimeError when this torch cannot
+    host it (no float4_e2m1fn_x2 dtype, no torch.library.get_kernel); nothing is registered then."""
     if mode not in ("auto", "on", "off"):
         raise ValueError("emulate_fp4.install: mode %r, expected 'auto', 'on' or 'off'" % (mode,))
-    if installed():
+    with _lock:
+        if installed():
+            return _state["notice"]
+        if mode == "off":
+            return None
+        try:
+            import torch
+        except ImportError:
+            return None
+        if not torch.cuda.is_available() or (mode == "auto" and fp4_tensor_cores()):
+            return None
+        _register("CUDA", [torch.device("cuda", torch.cuda.current_device())])
+        major, minor = torch.cuda.get_device_capability()
+        cores = "FP4 tensor cores not used" if major >= 10 else "no FP4 tensor cores"
+        _state["notice"] = ("FP4 emulated on %s (compute capability %d.%d, %s): torch._scaled_mm on NVFP4 "
+                            "operands runs an exact-decode float64 emulation; timings are not comparable "
+                            "to FP4 hardware" % (torch.cuda.get_device_name(), major, minor, cores))
         return _state["notice"]
-    if mode == "off":
-        return None
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available() or (mode == "auto" and fp4_tensor_cores()):
-        return None
-    _register("CUDA", [torch.device("cuda", torch.cuda.current_device())])
-    major, minor = torch.cuda.get_device_capability()
-    cores = "FP4 tensor cores not used" if major >= 10 else "no FP4 tensor cores"
-    _state["notice"] = ("FP4 emulated on %s (compute capability %d.%d, %s): torch._scaled_mm on NVFP4 "
-                        "operands runs an exact-decode float64 emulation; timings are not comparable "
-                        "to FP4 hardware" % (torch.cuda.get_device_name(), major, minor, cores))
-    return _state["notice"]
 
 
 def uninstall():
     """Removes the registration: the original kernels run again."""
-    if _state["lib"] is not None:
-        _state["lib"]._destroy()
-    _state.update(lib=None, original={}, tables={}, notice=None)
+    with _lock:
+        if _state["lib"] is not None:
+            _state["lib"]._destroy()
+        _state.update(lib=None, original={}, tables={}, notice=None)
 
 
 def _register(dispatch_key, devices):
     """Keeps the current kernels of _OPS for dispatch_key, then registers ours in their place, with
     decode tables on each of `devices`. install() passes "CUDA"; the torch tests pass "CPU", the
-    only key a machine without a GPU can exercise."""
+    only key a machine without a GPU can exercise. RuntimeError, nothing registered, when this torch
+    lacks what the emulation needs."""
     import warnings
     import torch
-    if installed():
-        raise RuntimeError("emulate_fp4: already registered (uninstall() first)")
     if not hasattr(torch, "float4_e2m1fn_x2"):
         raise RuntimeError("emulate_fp4: torch %s has no float4_e2m1fn_x2 dtype" % torch.__version__)
     get_kernel = getattr(torch.library, "get_kernel", None)
     if get_kernel is None:
         raise RuntimeError("emulate_fp4 needs torch.library.get_kernel (torch %s has none) to keep the "
                            "original _scaled_mm kernel for non-FP4 calls" % torch.__version__)
-    original = {op: get_kernel("aten::" + op, dispatch_key) for op in _OPS}
-    tables = {str(d): make_tables(d) for d in devices}
-    lib = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        # "Overriding a previously registered kernel": the override is the point; install's notice
-        # is what the user reads instead.
-        warnings.simplefilter("ignore")
-        lib.impl("_scaled_mm", _scaled_mm_kernel, dispatch_key, with_keyset=True)
-        lib.impl("_scaled_mm.out", _scaled_mm_out_kernel, dispatch_key, with_keyset=True)
-    _state.update(lib=lib, original=original, tables=tables)
+    with _lock:
+        if installed():
+            raise RuntimeError("emulate_fp4: already registered (uninstall() first)")
+        original = {op: get_kernel("aten::" + op, dispatch_key) for op in _OPS}
+        tables = {str(d): make_tables(d) for d in devices}
+        lib = torch.library.Library("aten", "IMPL")
+        try:
+            with warnings.catch_warnings():
+                # "Overriding a previously registered kernel": the override is the point; install's
+                # notice is what the user reads instead.
+                warnings.simplefilter("ignore")
+                lib.impl("_scaled_mm", _scaled_mm_kernel, dispatch_key, with_keyset=True)
+                lib.impl("_scaled_mm.out", _scaled_mm_out_kernel, dispatch_key, with_keyset=True)
+        except BaseException:
+            lib._destroy()  # both kernels or neither: a half registration would outlive the error
+            raise
+        _state.update(lib=lib, original=original, tables=tables)
 
 
 def _is_nvfp4(a, b, scale_a, scale_b):
@@ -301,7 +320,15 @@ def _scaled_mm_out_kernel(keyset, a, b, scale_a, scale_b, bias=None, scale_resul
     _check_call(a, b, scale_a, scale_b, bias, out.dtype, use_fast_accum)
     result = _emulate(a, b, scale_a, scale_b, bias, out.dtype)
     if tuple(out.shape) != tuple(result.shape):
-        out.resize_(result.shape)  # as resize_output: an empty out is sized here, outside any capture
+        # What the real kernel does (at::native::resize_output): an empty out is sized silently;
+        # one that holds elements is warned about, then resized all the same.
+        if out.numel() != 0:
+            import warnings
+            warnings.warn("_scaled_mm (FP4 emulation): out has shape %s with %d elements, not the result's %s; "
+                          "it is resized, as torch's resize_output does with a warning (reuse an out tensor by "
+                          "resizing it to zero elements first)" % (list(out.shape), out.numel(), list(result.shape)),
+                          UserWarning, stacklevel=2)
+        out.resize_(result.shape)  # outside any capture: a capture cannot allocate
     return out.copy_(result)
 
 

@@ -28,6 +28,10 @@ Seeds: a secret seed is combined with each case's public seed as the evaluator d
 (eval_better_bench.py:62-70, 101-104): public + (public + secret)(public + secret + 1) / 2.
 """
 import math
+# The host clock of the timed batches, bound when the driver imports this module, before the
+# submission is imported: a submission that replaces time.perf_counter does not change the times
+# measured here.
+from time import perf_counter as _clock
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 
@@ -129,10 +133,19 @@ class NumpyHost:
         return out.transpose(1, 2, 0)
 
     def check(self, expected, out, rtol, atol):
-        """(good, message, mismatches): the evaluator's rule on (M, N, L) arrays."""
+        """(good, message, mismatches): the evaluator's rule on (M, N, L) arrays. Only a plain
+        numpy array of real numbers (floating point or integer) is compared; anything else (a
+        subclass such as a masked array, complex, bool, object, bytes, str dtypes) fails with its
+        reason, as the evaluator's arithmetic on such an output cannot give a valid check."""
         np = self.np
         if not isinstance(out, np.ndarray):
             return False, "custom_kernel returned %s, not an array of shape %s" % (type(out).__name__, expected.shape), -1
+        if type(out) is not np.ndarray:
+            return False, ("custom_kernel returned a %s.%s, a subclass of numpy.ndarray; the check takes a plain array "
+                           "(the evaluator a plain tensor)" % (type(out).__module__, type(out).__name__)), -1
+        if out.dtype.kind not in "fiu":
+            return False, ("custom_kernel returned an array of dtype %s; the check compares real numbers (the task's "
+                           "output is float16)" % out.dtype), -1
         if out.shape != expected.shape:
             return False, "output has shape %s; the reference has %s" % (out.shape, expected.shape), -1
         e32 = expected.astype(np.float32)
@@ -160,10 +173,9 @@ class NumpyHost:
 
     def timed(self, body):
         """(seconds of the region, L2-clear seconds, body's result): the host clock around body()."""
-        from time import perf_counter
-        t0 = perf_counter()
+        t0 = _clock()
         result = body()
-        return perf_counter() - t0, 0.0, result
+        return _clock() - t0, 0.0, result
 
     def l2_note(self):
         return "none (CPU data; no device cache to clear)"
@@ -243,6 +255,10 @@ class TorchHost:
         return (t.nn.functional.silu(g) * u).to(t.float16).permute(1, 2, 0)
 
     def check(self, expected, out, rtol, atol):
+        """The evaluator's rule on tensors. An output on another device than the reference (a
+        CPU tensor) fails: the evaluator computes output - reference (utils.py:51) and torch
+        raises on the device mismatch; so does an output of a dtype that arithmetic refuses or
+        makes meaningless (bool, complex, FP8, FP4)."""
         t = self.torch
         if not isinstance(out, t.Tensor):
             return False, "custom_kernel returned %s, not a tensor of shape %s" % (type(out).__name__,
@@ -250,7 +266,12 @@ class TorchHost:
         if tuple(out.shape) != tuple(expected.shape):
             return False, "output has shape %s; the reference has %s" % (tuple(out.shape), tuple(expected.shape)), -1
         if out.device != expected.device:
-            out = out.to(expected.device)
+            return False, ("custom_kernel returned a tensor on %s; the reference is on %s: the evaluator's check "
+                           "computes output - reference (utils.py:51), torch raises on the device mismatch and "
+                           "eval.py dies" % (out.device, expected.device)), -1
+        if out.dtype not in (t.float16, t.bfloat16, t.float32, t.float64, t.int8, t.int16, t.int32, t.int64, t.uint8):
+            return False, ("custom_kernel returned a tensor of dtype %s; the evaluator's check needs real numbers "
+                           "it can subtract (the task's output is float16)" % out.dtype), -1
         with t.no_grad():
             bad = t.abs(out - expected) > atol + rtol * t.abs(expected)
             for side in (t.isnan, t.isposinf, t.isneginf):

@@ -1,6 +1,7 @@
 """The driver's end of the harness's pipe, and a submission's declarations read without importing it."""
 import ast
 import os
+import stat
 from time import perf_counter as _clock  # bound at import: patching time.perf_counter later does not change it
 
 PROVIDED = {"compile": ["tune"], "max-autotune": ["tune"], "graph": ["capture"]}
@@ -54,18 +55,24 @@ class Declarations:
         self.toggles, self.data, self.alphas, self.kernel = list(toggles), data, alphas, kernel
 
 
+def dynamic_binding(tree):
+    """Whether the module may bind names where ast cannot see them: a star import, or a call of
+    globals(), setattr, exec or vars anywhere."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "globals", "setattr", "exec", "vars"):
+            return True
+    return False
+
+
 def binds_custom_kernel(tree):
     """Whether the module binds the name custom_kernel outside any function or class: a def, an
     assignment, an import (statements nested in if/try/with/for/while count). None when it cannot
     be told without running it (a star import, or globals()/setattr/exec anywhere)."""
     name = "custom_kernel"
-    open_question = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            open_question = True
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
-                "globals", "setattr", "exec", "vars"):
-            open_question = True
+    open_question = dynamic_binding(tree)
 
     def scan(body):
         for node in body:
@@ -95,16 +102,131 @@ def binds_custom_kernel(tree):
     return None if open_question else False
 
 
+def file_problem(path):
+    """Why `path` cannot be read as a submission, or None: a submission is an existing regular file
+    (a directory, FIFO, socket or device is named as such; reading a FIFO would block forever)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        return e.strerror or str(e)
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a Python file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        return "is %s, not a Python file" % kind
+    return None
+
+
+def parse_source(path, source):
+    """The module's ast; TrialError naming what is wrong when it is not Python source. Python
+    refuses a NUL byte anywhere in a source file (its SyntaxError carries no line), so that one is
+    found and named here first."""
+    nul = source.find(b"\0")
+    if nul >= 0:
+        raise TrialError("submission %s: contains a NUL byte (line %d, byte %d): not Python source text"
+                         % (path, source.count(b"\n", 0, nul) + 1, nul))
+    try:
+        return ast.parse(source, filename=path)
+    except SyntaxError as e:
+        where = " at line %d" % e.lineno if isinstance(e.lineno, int) and e.lineno > 0 else ""
+        raise TrialError("submission %s: syntax error%s: %s" % (path, where, e.msg))
+    except (ValueError, UnicodeDecodeError) as e:  # an undecodable source (older Pythons raise ValueError)
+        raise TrialError("submission %s: not Python source text: %s" % (path, e))
+
+
+class _MayBeCallable(Exception):
+    """literal_kernel's early exit: a binding of custom_kernel that may hold a function."""
+
+
+def _is_literal(value):
+    if isinstance(value, ast.JoinedStr):  # an f-string: a str, whatever it formats
+        return True
+    try:
+        ast.literal_eval(value)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def literal_kernel(tree):
+    """(line, text) of the first binding when every binding of custom_kernel in the module's scope
+    is a plain assignment of a literal (a number, string, bytes, None, True/False, or a tuple, list,
+    dict or set of them): at import the name then holds no function, whatever else runs. None when
+    nothing binds it, when any binding may hold a function (a def, a class, an import, an
+    assignment of any other expression, a loop or `with` target, an unpacking, `:=`, `except ... as`,
+    a match capture, `del`), or when it can be rebound where this cannot see (a `global
+    custom_kernel` in a function; globals(), setattr, exec, vars or a star import anywhere)."""
+    name = "custom_kernel"
+    if dynamic_binding(tree) or binds_custom_kernel(tree) is not True:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return None
+    found = []
+
+    def visit(node, parent):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                raise _MayBeCallable()
+            # Only what runs in the module's scope: decorators, defaults, bases (not the body).
+            outer = list(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                outer += node.bases + [k.value for k in node.keywords]
+            else:
+                outer += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            for child in outer:
+                visit(child, node)
+            return
+        if isinstance(node, ast.Lambda):
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+                raise _MayBeCallable()
+            return
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            raise _MayBeCallable()
+        if getattr(ast, "MatchAs", None) and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            raise _MayBeCallable()
+        if getattr(ast, "MatchMapping", None) and isinstance(node, ast.MatchMapping) and node.rest == name:
+            raise _MayBeCallable()
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            if isinstance(parent, ast.AnnAssign) and parent.target is node and parent.value is None:
+                pass  # an annotation alone binds nothing
+            elif ((isinstance(parent, ast.Assign) and any(t is node for t in parent.targets)
+                   or isinstance(parent, ast.AnnAssign) and parent.target is node) and _is_literal(parent.value)):
+                found.append(parent)
+            else:
+                raise _MayBeCallable()
+        for child in ast.iter_child_nodes(node):
+            visit(child, node)
+
+    try:
+        visit(tree, None)
+    except (_MayBeCallable, RecursionError):
+        return None
+    if not found:
+        return None
+    first = min(found, key=lambda n: n.lineno)
+    text = ast.unparse(first.value) if hasattr(ast, "unparse") else "a literal"
+    return first.lineno, text if len(text) <= 40 else text[:37] + "..."
+
+
 def read_declarations(path):
     """The submission's Declarations, parsed with ast (nothing runs); TrialError when malformed."""
-    if not os.path.isfile(path):
-        raise TrialError("submission %s: no such file" % path)
+    problem = file_problem(path)
+    if problem:
+        raise TrialError("submission %s: %s" % (path, problem))
     with open(path, "rb") as f:
         source = f.read()
-    try:
-        tree = ast.parse(source, filename=path)
-    except SyntaxError as e:
-        raise TrialError("submission %s: syntax error at line %s: %s" % (path, e.lineno, e.msg))
+    tree = parse_source(path, source)
+    literal = literal_kernel(tree)
+    if literal is not None:
+        raise TrialError("submission %s: custom_kernel is bound only to the literal %s (line %d), which is not "
+                         "callable: the evaluator's `from submission import custom_kernel` gets no function"
+                         % (path, literal[1], literal[0]))
     d = Declarations(kernel=binds_custom_kernel(tree))
     for node in tree.body:
         if not isinstance(node, ast.Assign):

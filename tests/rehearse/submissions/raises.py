@@ -1,4 +1,5 @@
-"""Rehearsal test submission: correct on its first call, then raises (the evaluator's worker dies with it)."""
+"""Rehearsal test submission: correct on its first call, then raises an ordinary exception (the
+evaluator's pool worker hands it back to eval.py, which dies with it: FAIL)."""
 from _dual import dual_gemm
 
 NVFP4_DATA = "numpy"
