@@ -1,5 +1,10 @@
 // rehearse.cpp — `harness rehearse gpumode` (see rehearse.hpp): the refusals, the children under
 // their limits, the verdicts; rehearse_report.cpp prints and writes them.
+//
+// Length: about 690 lines, over the project's ~600. The refusals, one child's supervision (its report
+// pipe, its output pipe, its group and the processes it leaves behind) and the verdicts share one
+// child's state; the process accounting ("what a child leaves behind" below) is the part to move
+// into a file of its own when this grows.
 #include "rehearse.hpp"
 
 #include <fcntl.h>

@@ -7,6 +7,10 @@ the driver process are in test_submission_driver.py; the whole mode through the 
 tests/harness/test_rehearse.cpp.
 
 Plain unittest (python3 -m pytest tests/python_driver, or tests/python_driver/run_tests.py).
+
+Length: about 800 lines, over the project's ~600: one test class per part of the evaluator (rules,
+seeds, data, loops, task file, driver hooks); they share the stand-in host and fake clock above the
+classes.
 """
 import contextlib
 import importlib.util

@@ -37,6 +37,10 @@ each data object's reference once and reuses it for the rechecks. Its own work (
 checks, L2 clears) is accounted apart from the submission's (import, first call per case shape,
 the other checked calls, the timed repeats), per case, in DIR/rehearse.json: rewritten whole
 (write, rename) at each step, so that a parent that killed this process reads how far it got.
+
+Length: about 630 lines, over the project's ~600: the three modes share the per-case record, the
+stopping rule and the exception handling that make them the evaluator's, and are kept side by side
+so that they can be read against eval_better_bench.py in one place.
 """
 import json
 import math
