@@ -320,6 +320,17 @@ def run_trial(ch, args):
             graph.replay()
             return captured
 
+    def read_back(out, what):
+        """The output read on the calling stream and after a device-wide synchronize; a difference
+        (work on another stream still writing it) is a note naming `what`."""
+        ordered, synced = reader.read(out)
+        differ = int(np.count_nonzero(ordered != synced))
+        if differ:
+            ch.send("note", "%s: output not complete when the calling stream reached it: work on another stream "
+                    "not joined? (%d of %d elements changed after a device-wide synchronize)"
+                    % (what, differ, ordered.size))
+        return ordered, synced
+
     def run():
         handed = [inputs]  # every Inputs of the trial stays alive: no address or id() is reused
         previous = None
@@ -342,12 +353,7 @@ def run_trial(ch, args):
             sync()
             out = call(target)
             target.check_output(out)
-            ordered, synced = reader.read(out)
-            differ = int(np.count_nonzero(ordered != synced))
-            if differ:
-                ch.send("note", "call %d (%s): output not complete when the calling stream reached it: work on "
-                        "another stream not joined? (%d of %d elements changed after a device-wide synchronize)"
-                        % (i + 1, call_text(kind, folder), differ, ordered.size))
+            ordered, synced = read_back(out, "call %d (%s)" % (i + 1, call_text(kind, folder)))
             previous = synced
             with open(os.path.join(args.dir, "out%d.f16" % i), "wb") as f:
                 f.write(ordered.tobytes())
@@ -362,12 +368,7 @@ def run_trial(ch, args):
 
     def write_timed(index, set_number, out):
         inputs.check_output(out)
-        ordered, synced = reader.read(out)
-        differ = int(np.count_nonzero(ordered != synced))
-        if differ:
-            ch.send("note", "timed output %d (input set %d): output not complete when the calling stream reached it: "
-                    "work on another stream not joined? (%d of %d elements changed after a device-wide synchronize)"
-                    % (index, set_number, differ, ordered.size))
+        ordered, _ = read_back(out, "timed output %d (input set %d)" % (index, set_number))
         with open(os.path.join(args.dir, "timed%d.f16" % index), "wb") as f:
             f.write(ordered.tobytes())
         ch.send("timed-output", str(index), str(set_number))
