@@ -6,8 +6,8 @@
 //   125  nothing could be tested here (every trial SKIP), so `git bisect run` and ctest's
 //        SKIP_RETURN_CODE work unchanged
 // Hidden entry points, handled before option parsing: `harness --child-trial SPEC` and
-// `harness --child-worker` (trial children, trial.hpp), `harness --child-bench FIELDS...` (the bench's
-// GPU extras child, bench.hpp).
+// `harness --child-worker [--preload BACKEND --report-fd N]` (trial children, trial.hpp, worker.hpp),
+// `harness --child-bench FIELDS...` (the bench's GPU extras child, bench.hpp).
 #include <boost/program_options.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -65,7 +65,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--child-trial") return child_main(argv[2]);
-  if (argc == 2 && std::string(argv[1]) == "--child-worker") return worker_main();
+  if (argc >= 2 && std::string(argv[1]) == "--child-worker") return worker_main(argc - 2, argv + 2);
   if (argc >= 2 && std::string(argv[1]) == "--child-bench") return bench_extras_child(argc - 2, argv + 2);
   try {
     return run(argc, argv);

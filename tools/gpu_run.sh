@@ -2,7 +2,7 @@
 # gpu_run.sh — THE script run on the GPU machine: GPU tests, compute-sanitizer, `harness --verify
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
-#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifygpus bisect
+#   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifyjobs1 verifygpus bisect
 #                                   sanitizeharness submissions subbench bench benchbase emulate rehearse verifywarm
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
 #                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
@@ -127,6 +127,15 @@ for phase in "${phases[@]}"; do
         step "report_diff base -> this" 60 "$out/verify-base.log" \
           python3 tools/report_diff.py "$out/verify-base.json" "$out/verify.json"
       fi
+      ;;
+    verifyjobs1)
+      # The same verify with one slot (--jobs 1: every trial has the device alone, as the default
+      # was before slots shared a GPU); outcomes trial for trial against the default run.
+      j="${TMPDIR:-/tmp}/verify-jobs1.json"
+      step "harness --verify all --jobs 1" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify-gpus.log" \
+        "$dist/harness" --backend gpu --verify all --jobs 1 --json "$j"
+      step "report_diff default -> --jobs 1" 60 "$out/verify-gpus.log" \
+        python3 tools/report_diff.py "$out/verify.json" "$j"
       ;;
     verifygpus)
       # The same verify on 2 and on every GPU of the host (when it has several): time and the

@@ -146,7 +146,7 @@ RunPolicy run_policy(const po::variables_map& vm) {
   } else {
     p.gpus = gpus_from_ctest([](const std::string& name) { return std::getenv(name.c_str()); });
   }
-  p.jobs = p.gpus.empty() ? 1 : int(p.gpus.size());
+  p.jobs = default_jobs(p.gpus.size(), std::thread::hardware_concurrency());
   if (vm.count("jobs")) {
     p.jobs = get<int>(vm, "jobs");
     if (p.jobs < 1 || p.jobs > 1024) refuse("--jobs must be in [1, 1024] (got " + std::to_string(p.jobs) + ")");

@@ -237,37 +237,41 @@ std::string failure_brief(const TrialResult& r) {
 void verify_lattice(Session& s, const std::string& backend, const std::vector<CaseSpec>& cases) {
   const auto combos = lattice_combos(backend);
   if (!backend_usable(s, backend, combos, cases)) return;
-  const size_t mark = s.results().size();
-  std::map<std::string, std::string> failed;  // combo -> why it counts as failed
+  // One group per combination; a combination needs its immediate sub-combinations. The list is
+  // level by level (plain, each optimization alone, pairs, ...), each level as level_order has it.
+  Schedule sch;
+  std::map<std::string, size_t> group_of;
+  for (size_t g = 0; g < combos.size(); ++g) group_of[combos[g].str()] = g;
+  sch.needs.resize(combos.size());
   size_t max_size = 0;
-  for (const auto& c : combos) max_size = std::max(max_size, c.size());
-  for (size_t level = 0; level <= max_size; ++level) {
-    std::vector<Combo> runnable;
-    for (const auto& combo : combos) {
-      if (combo.size() != level) continue;
-      std::string by, why;
-      auto subs = immediate_subs(combo);
-      std::sort(subs.begin(), subs.end());
-      for (const auto& sub : subs) {
-        auto it = failed.find(sub.str());
-        if (it == failed.end()) continue;
-        by += (by.empty() ? "" : ", ") + sub.str();
-        why += (why.empty() ? "" : "; ") + sub.str() + " " + it->second;
-      }
-      if (by.empty()) {
-        runnable.push_back(combo);
-        continue;
-      }
-      std::vector<TrialSpec> specs;
-      for (const auto& c : cases) specs.push_back(make_spec(s, backend, combo, c));
-      s.add_not_run(specs, Outcome::Blocked, "sub-combination " + why, by);
-      failed[combo.str()] = "BLOCKED (by " + by + ")";
-    }
-    s.run_all(level_order(s, backend, runnable, cases));
-    for (const auto& combo : runnable)
-      if (const TrialResult* f = first_failure(s, backend, combo, mark))
-        failed[combo.str()] = "failed (" + failure_brief(*f) + " on " + f->spec.c.name() + ")";
+  for (size_t g = 0; g < combos.size(); ++g) {
+    max_size = std::max(max_size, combos[g].size());
+    for (const auto& sub : immediate_subs(combos[g])) sch.needs[g].push_back(group_of.at(sub.str()));
   }
+  for (size_t level = 0; level <= max_size; ++level) {
+    std::vector<Combo> here;
+    for (const auto& combo : combos)
+      if (combo.size() == level) here.push_back(combo);
+    for (auto& spec : level_order(s, backend, here, cases)) {
+      sch.group.push_back(group_of.at(spec.combo.str()));
+      sch.specs.push_back(std::move(spec));
+    }
+  }
+  // BLOCKED names every failed immediate sub-combination, in combination order, and why.
+  auto why = [&](size_t, const std::vector<std::pair<size_t, const TrialResult*>>& failed) {
+    std::vector<std::pair<size_t, const TrialResult*>> subs = failed;
+    std::sort(subs.begin(), subs.end(), [&](const auto& x, const auto& y) { return combos[x.first] < combos[y.first]; });
+    std::string by, text;
+    for (const auto& [g, r] : subs) {
+      const std::string name = combos[g].str();
+      by += (by.empty() ? "" : ", ") + name;
+      text += (text.empty() ? "" : "; ") + name + " " +
+              (r->outcome == Outcome::Blocked ? "BLOCKED (by " + r->blocked_by + ")"
+                                              : "failed (" + failure_brief(*r) + " on " + r->spec.c.name() + ")");
+    }
+    return std::make_pair("sub-combination " + text, by);
+  };
+  s.run_schedule(sch, why);
 }
 
 void verify_combos(Session& s, const std::string& backend, const std::vector<Combo>& combos,

@@ -2,15 +2,17 @@
 // bisect.hpp searches a failing combination's sub-combinations.
 //
 // The combinations of a backend are every subset of its registered optimizations except those
-// holding two variants (which replace the same base kernel). `--verify all` runs them level by
+// holding two variants (which replace the same base kernel). `--verify all` lists them level by
 // level: plain, then each optimization alone, then pairs, then larger sets; a combination runs
 // only when all its immediate sub-combinations (one optimization fewer) passed on the suite,
-// otherwise its trials are BLOCKED naming the failing subset.
+// otherwise its trials are BLOCKED naming the failing subset. It starts as soon as those have
+// finished, without waiting for the rest of their level (a Schedule, pool.hpp).
 // A Session owns the trial runner, the reference cache, the results and the progress lines; the
 // harness never names an optimization: they all come from Registry::instance().
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "input_store.hpp"
 #include "pool.hpp"
 #include "trial.hpp"
+#include "worker.hpp"
 
 namespace nvfp4 {
 
@@ -57,6 +60,14 @@ class Session {
   // progress lines in the order of `specs`. `first_output`: as run()'s `case_output`, for the
   // first trial in that order that has one.
   void run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>* first_output = nullptr);
+  // Why a group of a schedule is not run: the groups it needs that failed, each with its first
+  // failing trial (a BLOCKED one when that group was not run either). Returns the reason and the
+  // blocked_by text its BLOCKED trials carry.
+  using BlockedWhy = std::function<std::pair<std::string, std::string>(
+      size_t group, const std::vector<std::pair<size_t, const TrialResult*>>& failed)>;
+  // run_all for a schedule whose groups may wait for others (pool.hpp): a group runs as soon as the
+  // groups it needs have finished without a failure, else its trials are BLOCKED for `why`.
+  void run_schedule(const Schedule& schedule, const BlockedWhy& why, std::vector<uint16_t>* first_output = nullptr);
   void set_policy(RunPolicy p) { policy_ = std::move(p); }
   const RunPolicy& policy() const { return policy_; }
   // Records trials that do not run (SKIP: backend unavailable; BLOCKED: a sub-combination
@@ -86,6 +97,9 @@ class Session {
 
  private:
   void progress_line(const TrialResult& r, size_t first, size_t last);
+  // A fresh worker for slot `slot` and `spec`'s backend: the slot's spare when it loaded that
+  // backend, and a new spare started in its place (pool.hpp).
+  std::unique_ptr<Worker> take_worker(int slot, const TrialSpec& spec);
   const BackendStatus& probe_result(const std::string& backend, const ChildReport& rep);
 
   TrialOptions options_;
@@ -93,6 +107,7 @@ class Session {
   std::string program_;
   std::ostream* progress_;
   TrialRunner runner_;
+  std::vector<std::unique_ptr<Worker>> spares_;  // per slot; ended before runner_ removes their directories
   ReferenceCache cache_;
   InputStore store_;  // in runner_'s directory: the input sets prefetch generated, for the children
   std::vector<TrialResult> results_;

@@ -434,12 +434,15 @@ Json report_json(const Session& s, const std::string& mode, const std::string& c
     if (!r.blocked_by.empty()) t["blocked_by"] = r.blocked_by;
     t["wall_s"] = r.wall;
     if (r.wall > 0) t["overhead_s"] = r.overhead();
+    if (r.started >= 0) t["started_s"] = r.started;
     if (r.child_pid > 0) t["child_pid"] = r.child_pid;
     if (!r.device.empty()) t["device"] = r.device;
     t["path"] = r.describe;
     Json stages = Json::array();
-    for (const auto& st : r.stages)
+    for (const auto& st : r.stages) {
       stages.push_back(Json{{"stage", st.stage}, {"seconds", st.seconds}, {"completed", st.completed}});
+      if (st.ahead) stages.back()["ahead"] = true;
+    }
     t["stages"] = std::move(stages);
     t["notes"] = r.notes;
     if (!r.child_log.empty()) t["child_log"] = r.child_log;

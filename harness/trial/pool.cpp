@@ -1,5 +1,5 @@
-// pool.cpp — the run policy's parsing and Session::run_all, the slots that run a list of trials
-// (see pool.hpp and lattice.hpp).
+// pool.cpp — the run policy's parsing and Session::run_schedule: the slots that run a schedule of
+// trials, with workers started ahead (see pool.hpp and lattice.hpp).
 #include "pool.hpp"
 
 #include <algorithm>
@@ -108,39 +108,69 @@ std::vector<std::string> gpus_from_ctest(const std::function<const char*(const s
   return out;
 }
 
-std::vector<std::vector<size_t>> work_units(const std::vector<TrialSpec>& specs, Isolation isolate, int jobs) {
-  std::vector<std::vector<size_t>> units;
-  if (isolate == Isolation::Trial) {
-    for (size_t i = 0; i < specs.size(); ++i) units.push_back({i});
-    return units;
+int default_jobs(size_t gpus, unsigned cores) {
+  const size_t devices = std::max<size_t>(1, gpus);
+  const size_t per_gpu = std::clamp<size_t>(cores / (4 * devices), 1, 4);
+  return int(std::min<size_t>(devices * per_gpu, 1024));
+}
+
+Schedule Schedule::of(std::vector<TrialSpec> specs) {
+  Schedule s;
+  std::map<std::pair<std::string, std::string>, size_t> group_of;
+  for (const auto& spec : specs) {
+    const auto key = std::make_pair(spec.backend, spec.combo.str());
+    auto it = group_of.emplace(key, group_of.size()).first;
+    s.group.push_back(it->second);
   }
-  std::map<std::pair<std::string, std::string>, size_t> unit_of;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const auto key = std::make_pair(specs[i].backend, specs[i].combo.str());
-    auto it = unit_of.find(key);
-    if (it == unit_of.end()) {
-      it = unit_of.emplace(key, units.size()).first;
-      units.emplace_back();
-    }
-    units[it->second].push_back(i);
-  }
-  // Fewer units than slots: split the largest (by case) until every slot has one, or none splits.
-  while (int(units.size()) < jobs) {
-    auto big = std::max_element(units.begin(), units.end(),
-                                [](const auto& a, const auto& b) { return a.size() < b.size(); });
-    if (big == units.end() || big->size() < 2) break;
-    const size_t half = big->size() / 2;
-    std::vector<size_t> tail(big->begin() + long(big->size() - half), big->end());
-    big->resize(big->size() - half);
-    units.insert(big + 1, std::move(tail));
-  }
-  return units;
+  s.needs.resize(group_of.size());
+  s.specs = std::move(specs);
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------
 
 void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>* first_output) {
+  run_schedule(Schedule::of(specs), nullptr, first_output);
+}
+
+std::unique_ptr<Worker> Session::take_worker(int slot, const TrialSpec& spec) {
+  // A plugin loads in its first trial's stage load, inside the worker: nothing to start ahead.
+  const bool ahead = policy_.prestart && !spec.options.external(spec.backend);
+  auto make = [&] {
+    return std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot),
+                                    ahead ? spec.backend : std::string());
+  };
+  if (!ahead) return make();
+  std::unique_ptr<Worker>& spare = spares_[size_t(slot)];
+  std::unique_ptr<Worker> w;
+  if (spare && spare->preload() == spec.backend) {
+    w = std::move(spare);
+  } else {
+    w = make();
+    w->start();
+  }
+  spare = make();  // the slot's next worker loads while this one works
+  spare->start();
+  return w;
+}
+
+void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vector<uint16_t>* first_output) {
+  const std::vector<TrialSpec>& specs = sch.specs;
   if (specs.empty()) return;
+  const int n_slots = std::max(1, policy_.jobs);
+  if (spares_.size() != size_t(n_slots)) {
+    spares_.clear();  // another policy: slot k's environment may differ
+    spares_.resize(size_t(n_slots));
+  }
+  // The spares start first: their backend loads while the parent gets the references.
+  const TrialSpec& head = specs.front();
+  if (policy_.isolate == Isolation::Worker && policy_.prestart && !head.options.external(head.backend))
+    for (int k = 0; k < n_slots; ++k) {
+      std::unique_ptr<Worker>& spare = spares_[size_t(k)];
+      if (spare && spare->preload() == head.backend) continue;
+      spare = std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(k), head.backend);
+      spare->start();
+    }
   // Every reference these trials need, once per (case, input set), on the host's cores.
   std::vector<CaseSpec> cases;
   for (const auto& s : specs) cases.push_back(s.c);
@@ -153,88 +183,188 @@ void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>
                   [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
   parent_.references += since(t_refs);
 
-  const auto units = work_units(specs, policy_.isolate, policy_.jobs);
+  enum class State { Waiting, Runnable, Finished, Blocked };
+  struct Group {
+    std::vector<size_t> trials;  // indices into specs, in order
+    size_t handed = 0;           // trials given to a slot
+    size_t left = 0;             // trials not finished
+    int active = 0;              // slots running one of its trials
+    State state = State::Waiting;
+    size_t first_failure = SIZE_MAX;  // its failing trial first in the list (a BLOCKED one included)
+    std::string reason, by;           // State::Blocked: why
+  };
+  const size_t n_groups = sch.needs.size();
+  std::vector<Group> groups(n_groups);
+  std::vector<std::vector<size_t>> dependents(n_groups);
+  for (size_t i = 0; i < specs.size(); ++i) groups[sch.group[i]].trials.push_back(i);
+  for (size_t g = 0; g < n_groups; ++g) {
+    groups[g].left = groups[g].trials.size();
+    for (size_t n : sch.needs[g]) dependents[n].push_back(g);
+  }
   struct Slot {
     std::optional<TrialResult> result;
     std::vector<uint16_t> output;  // the first checked call's, when asked for
+    bool blocked = false;
   };
   std::vector<Slot> slots(specs.size());
   std::mutex mu;
-  std::condition_variable ready;
-  std::atomic<size_t> next_unit{0};
-  std::atomic<bool> stop{false};
+  std::condition_variable changed;
+  bool stop = false;  // under mu
   std::exception_ptr failure;
+
+  // Under `mu`. A group whose needs have all settled becomes runnable, or BLOCKED when one failed
+  // (then its own dependents are settled in turn). A group of no trials finishes at once.
+  std::function<void(size_t)> settle = [&](size_t g) {
+    Group& gr = groups[g];
+    if (gr.state != State::Waiting) return;
+    std::vector<std::pair<size_t, const TrialResult*>> failed;
+    for (size_t n : sch.needs[g]) {
+      if (groups[n].state != State::Finished && groups[n].state != State::Blocked) return;
+      if (groups[n].first_failure != SIZE_MAX) failed.emplace_back(n, &*slots[groups[n].first_failure].result);
+    }
+    if (failed.empty()) {
+      gr.state = gr.trials.empty() ? State::Finished : State::Runnable;
+    } else {
+      auto reason = why ? why(g, failed) : std::make_pair(std::string("a group it needs failed"), std::string());
+      gr.state = State::Blocked;
+      gr.reason = std::move(reason.first);
+      gr.by = std::move(reason.second);
+      for (size_t i : gr.trials) {
+        TrialResult r;
+        r.spec = specs[i];
+        r.outcome = Outcome::Blocked;
+        r.message = gr.reason;
+        r.blocked_by = gr.by;
+        slots[i].result = std::move(r);
+        slots[i].blocked = true;
+      }
+      if (!gr.trials.empty()) gr.first_failure = gr.trials.front();
+    }
+    if (gr.state != State::Runnable)
+      for (size_t d : dependents[g]) settle(d);
+  };
+  // Under `mu`: the group a slot bound to `bound` takes its next trial from (SIZE_MAX: none now).
+  auto pick = [&](size_t bound) {
+    auto open = [&](size_t g) { return groups[g].state == State::Runnable && groups[g].handed < groups[g].trials.size(); };
+    if (bound != SIZE_MAX && open(bound)) return bound;
+    size_t best = SIZE_MAX;
+    for (size_t g = 0; g < n_groups; ++g)
+      if (open(g) && (best == SIZE_MAX || groups[g].active < groups[best].active)) best = g;
+    return best;
+  };
+  // Under `mu`: nothing is left to hand out, now or later.
+  auto all_handed = [&] {
+    for (const auto& gr : groups)
+      if (gr.state == State::Waiting || (gr.state == State::Runnable && gr.handed < gr.trials.size())) return false;
+    return true;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t g = 0; g < n_groups; ++g) settle(g);
+  }
 
   auto slot_body = [&](int slot) {
     try {
-      std::optional<Worker> worker;
-      if (policy_.isolate == Isolation::Worker) worker.emplace(runner_.exe(), runner_.new_dir(), policy_.env(slot));
-      for (size_t u; !stop && (u = next_unit++) < units.size();) {
-        for (size_t i : units[u]) {
-          if (stop) break;
-          const TrialSpec& spec = specs[i];
-          const External* ext = spec.options.external(spec.backend);
-          // A submission's child is its Python driver, not a harness worker: one per trial.
-          const bool own_process = !worker || (ext && ext->kind == External::Submission);
-          ChildReport child;
-          if (own_process) {
-            child = runner_.run_child(spec, false, policy_.env(slot));
-          } else {
-            const std::string dir = runner_.new_dir();
-            child = worker->run(spec, dir);
-            std::error_code ec;
-            std::filesystem::remove_all(dir, ec);
-          }
-          Slot out;
-          if (first_output && !child.outputs.empty()) out.output = child.outputs.front();
-          const auto t_eval = std::chrono::steady_clock::now();
-          out.result = evaluate_trial(spec, std::move(child), cache_);
-          const double evaluated = since(t_eval);
-          // Fail-stop: no trial runs after a failure in the same process (a FAIL included).
-          if (worker && is_failure(out.result->outcome)) worker->end();
-          std::lock_guard<std::mutex> lock(mu);
-          parent_.evaluation += evaluated;
-          slots[i] = std::move(out);
-          ready.notify_all();
+      std::unique_ptr<Worker> worker;
+      size_t bound = SIZE_MAX;
+      for (;;) {
+        size_t g = SIZE_MAX, i = 0;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          changed.wait(lock, [&] { return stop || (g = pick(bound)) != SIZE_MAX || all_handed(); });
+          if (stop || g == SIZE_MAX) return;
+          i = groups[g].trials[groups[g].handed++];
+          ++groups[g].active;
         }
-        if (worker) worker->end();  // the next unit is another combination
+        const TrialSpec& spec = specs[i];
+        const External* ext = spec.options.external(spec.backend);
+        // A submission's child is its Python driver, not a harness worker: one per trial.
+        const bool own_process = policy_.isolate == Isolation::Trial || (ext && ext->kind == External::Submission);
+        if (g != bound) worker.reset();  // another combination: another process
+        bound = g;
+        const double started = elapsed();
+        ChildReport child;
+        if (own_process) {
+          child = runner_.run_child(spec, false, policy_.env(slot));
+        } else {
+          if (!worker) worker = take_worker(slot, spec);
+          const std::string dir = runner_.new_dir();
+          child = worker->run(spec, dir);
+          std::error_code ec;
+          std::filesystem::remove_all(dir, ec);
+        }
+        Slot out;
+        if (first_output && !child.outputs.empty()) out.output = child.outputs.front();
+        const auto t_eval = std::chrono::steady_clock::now();
+        out.result = evaluate_trial(spec, std::move(child), cache_);
+        out.result->started = started;
+        const double evaluated = since(t_eval);
+        // Fail-stop: no trial runs after a failure in the same process (a FAIL included).
+        const bool failed = is_failure(out.result->outcome);
+        if (failed) worker.reset();
+        std::lock_guard<std::mutex> lock(mu);
+        parent_.evaluation += evaluated;
+        slots[i] = std::move(out);
+        Group& gr = groups[g];
+        --gr.active;
+        if (failed && (gr.first_failure == SIZE_MAX || i < gr.first_failure)) gr.first_failure = i;
+        if (--gr.left == 0) {
+          gr.state = State::Finished;
+          for (size_t d : dependents[g]) settle(d);
+        }
+        changed.notify_all();
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu);
       if (!failure) failure = std::current_exception();
       stop = true;
-      ready.notify_all();
+      changed.notify_all();
     }
   };
-  const int n = std::max(1, std::min(policy_.jobs, int(units.size())));
   std::vector<std::thread> threads;
   // Whatever leaves this function (an exception in the loop below, or a thread that cannot be
   // started), the slots are told to stop and joined first: a joinable std::thread must not be destroyed.
-  struct JoinAll {
-    std::vector<std::thread>& threads;
-    std::atomic<bool>& stop;
-    ~JoinAll() {
+  auto stop_all = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
       stop = true;
-      for (auto& t : threads)
-        if (t.joinable()) t.join();
     }
-  } join_all{threads, stop};
-  for (int k = 0; k < n; ++k) threads.emplace_back(slot_body, k);
+    changed.notify_all();
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  };
+  struct OnExit {
+    std::function<void()> f;
+    ~OnExit() { f(); }
+  } join_all{stop_all};
+  for (int k = 0; k < n_slots; ++k) threads.emplace_back(slot_body, k);
 
-  // Recorded and printed in the order of `specs`, as each one's turn comes.
-  for (size_t i = 0; i < specs.size(); ++i) {
+  // Recorded and printed in the order of `specs`, as each one's turn comes; a run of BLOCKED
+  // trials of one group on one line.
+  for (size_t i = 0; i < specs.size();) {
     std::unique_lock<std::mutex> lock(mu);
-    ready.wait(lock, [&] { return slots[i].result.has_value() || failure; });
+    changed.wait(lock, [&] { return slots[i].result.has_value() || failure; });
     if (!slots[i].result) break;
-    TrialResult r = std::move(*slots[i].result);
+    if (slots[i].blocked) {
+      const Group& gr = groups[sch.group[i]];
+      size_t j = i;
+      while (j < specs.size() && slots[j].blocked && sch.group[j] == sch.group[i]) ++j;
+      const std::vector<TrialSpec> run(specs.begin() + long(i), specs.begin() + long(j));
+      const std::string reason = gr.reason, by = gr.by;
+      lock.unlock();
+      add_not_run(run, Outcome::Blocked, reason, by);
+      i = j;
+      continue;
+    }
+    TrialResult r = *slots[i].result;  // copied: a blocked group's reason may still read it
     std::vector<uint16_t> output = std::move(slots[i].output);
     lock.unlock();
     if (first_output && first_output->empty() && !output.empty()) *first_output = std::move(output);
     results_.push_back(std::move(r));
     progress_line(results_.back(), results_.size(), results_.size());
+    ++i;
   }
-  stop = true;
-  for (auto& t : threads) t.join();
+  stop_all();
   if (failure) std::rethrow_exception(failure);
 }
 

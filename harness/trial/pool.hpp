@@ -1,16 +1,28 @@
-// pool.hpp — how a session runs a list of trials: workers or one process per trial (--isolate),
-// how many at once (--jobs) and on which GPUs (--gpus); docs/design.md §4.
+// pool.hpp — how a session runs its trials: workers or one process per trial (--isolate), how
+// many at once (--jobs), on which GPUs (--gpus), and in what order (Schedule); docs/design.md §4.
 //
-// --isolate worker (the default): one worker child (worker.hpp) runs the trials of one (backend,
-// combination) one after another; a trial that does not end cleanly ends its worker and the
-// group's next trial starts a fresh one. --isolate trial: one child per trial.
-// --jobs N: N slots run at once, each its own worker (or its own one-trial children); the units a
-// slot takes are the (backend, combination) groups of the list, split by case into more units
-// when there are fewer groups than slots. Results are recorded and printed in the order of the
-// list, whatever order they finish in. The default is one slot per GPU given with --gpus (or by
-// ctest), else 1: a path may use the whole device (the GPU backend) or every core (the cpu
-// backend's own threads), so several trials on one device do not finish sooner and make its
-// stage times, and autotune's choices, depend on what runs beside it.
+// --isolate worker (the default): a worker child (worker.hpp) runs trials of one (backend,
+// combination) one after another; a trial that does not end cleanly ends its worker and the next
+// trial takes a fresh one. --isolate trial: one child per trial.
+// A Schedule groups the trials by (backend, combination); a group may wait for other groups and
+// runs only if none of them failed (the lattice: a combination after its sub-combinations), else
+// its trials are BLOCKED. The slots take trials one at a time: a slot stays with its group while
+// it has trials left to hand out, then joins the runnable group with the fewest slots on it, so
+// several slots share a large group and no slot waits for a level of the lattice while another
+// group could run. Results are recorded and printed in the order of the schedule's list, whatever
+// order they finish in.
+// Spares: each slot keeps one worker started ahead, which has loaded its built-in backend (module,
+// availability check: for the GPU backend the driver's initialization) by the time the slot needs
+// a fresh worker (a new group, or after a failure); spares outlive one run_schedule call, so a
+// bisect's many small runs find them ready. A bench run starts none (RunPolicy::prestart): a
+// worker initializing beside a timed trial would disturb its times.
+// --jobs N: N slots at once. The default: on each GPU given (--gpus, or by ctest; else the one the
+// driver picks) as many slots as a quarter of the host's cores per GPU allows, from 1 to 4 (a
+// trial child is mostly host work: starting, reading its input sets, the parent's comparison;
+// its kernels take a few milliseconds and the device is not shared with its neighbours in any
+// way a check depends on); the bench keeps one slot per GPU (bench_cli.cpp), and --jobs 1 gives
+// every trial the device alone. Stage times and autotune's choices in a verify run are those of
+// a shared device.
 // --gpus LIST|all: slot k runs with CUDA_VISIBLE_DEVICES set to entry k mod |LIST|.
 #pragma once
 #include <functional>
@@ -29,6 +41,7 @@ Isolation parse_isolation(const std::string& text);
 struct RunPolicy {
   Isolation isolate = Isolation::Worker;
   int jobs = 1;
+  bool prestart = true;  // spares started ahead (see above); off for the bench
   std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES of the slots, round-robin; empty: unchanged
   // The environment overrides of slot `slot` (CUDA_VISIBLE_DEVICES when gpus are given).
   EnvOverrides env(int slot) const;
@@ -45,9 +58,17 @@ int count_gpus(const std::string& proc_dir = "/proc/driver/nvidia/gpus");
 // read through `getenv`; empty when ctest gave none. Malformed values: InputError.
 std::vector<std::string> gpus_from_ctest(const std::function<const char*(const std::string&)>& getenv);
 
-// The units the slots take: indices into `specs`, each unit one (backend, combination) in the
-// order of `specs` (first-seen), split into consecutive runs of cases while there are fewer units
-// than `jobs`. With Isolation::Trial every trial is its own unit.
-std::vector<std::vector<size_t>> work_units(const std::vector<TrialSpec>& specs, Isolation isolate, int jobs);
+// The default --jobs: `per_gpu` slots on each of `gpus` devices (0: the one the driver picks), where
+// per_gpu is a quarter of `cores` per device, from 1 to 4.
+int default_jobs(size_t gpus, unsigned cores);
+
+// Trials to run, grouped (see above).
+struct Schedule {
+  std::vector<TrialSpec> specs;            // recorded and printed in this order
+  std::vector<size_t> group;               // the group of specs[i]
+  std::vector<std::vector<size_t>> needs;  // per group: the groups that must finish without a failure first
+  // One group per (backend, combination), in first-seen order, none waiting for another.
+  static Schedule of(std::vector<TrialSpec> specs);
+};
 
 }  // namespace nvfp4

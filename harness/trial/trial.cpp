@@ -63,7 +63,8 @@ const External* TrialOptions::external(const std::string& backend) const {
 double TrialResult::overhead() const {
   if (wall <= 0) return 0;
   double inside = 0;
-  for (const auto& s : stages) inside += s.seconds;
+  for (const auto& s : stages)
+    if (!s.ahead) inside += s.seconds;
   return std::max(0.0, wall - inside);
 }
 

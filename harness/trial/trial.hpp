@@ -137,6 +137,7 @@ struct StageTime {
   std::string stage;
   double seconds = 0;
   bool completed = false;  // false: the trial ended inside it
+  bool ahead = false;      // done before the trial was handed over (a worker's stage load, worker.hpp): not in its wall time
 };
 
 // What stage time measured: the timed calls, and the back-to-back mean (NaN when not measured).
@@ -160,6 +161,7 @@ struct TrialResult {
   std::vector<std::string> notes;  // fault drills that fired, teardown anomalies
   std::string child_log;      // tail of the child's stderr (ERROR / CRASH)
   double wall = 0;            // whole trial, seconds
+  double started = -1;        // when it was handed to its child or worker, seconds after the session began (-1: not run)
   int child_pid = 0;          // the process that ran it (a worker runs several); 0: none
   std::string device;         // CUDA_VISIBLE_DEVICES as the child saw it (empty: unset)
 

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -259,9 +260,62 @@ int child_main(const std::string& encoded) {
   _exit(0);  // skip static destructors (driver teardown is not part of any trial)
 }
 
-int worker_main() {
+namespace {
+
+// A spare worker's head start (worker.hpp): the built-in backend's module loaded and its
+// availability asked (for the GPU backend: the driver's initialization) before the first SPEC.
+// "enter load" goes out at once, so that a load that hangs is the first trial's TIMEOUT in stage
+// load; "leave load" when it is done. A load that failed is told only when the first SPEC comes,
+// as that trial's ERROR in stage load (the parent then ends the worker). "leave load" says
+// "ahead": that stage's time is not part of the trial's wall time (trial.hpp StageTime).
+struct Preload {
+  std::string backend;
+  std::string error;  // why the load failed ("" when it did not, or when there was none)
+};
+
+Preload preload_backend(const std::string& backend, int fd) {
+  Preload p{backend, ""};
+  Channel ch(fd);
+  const Registry& reg = Registry::instance();
+  ch.send("enter", {stage_name(Stage::Load)});
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    const std::string path = module_path(module_dir(), backend);
+    load_module(path);
+    const Backend* be = reg.backend(backend);
+    if (!be) throw std::runtime_error("module " + path + " loaded but registered no backend '" + backend + "'");
+    if (be->available) be->available();  // the answer is asked again, cheaply, in the trial's setup
+  } catch (const std::exception& e) {
+    p.error = e.what();
+    return p;
+  } catch (...) {
+    p.error = "unknown exception";
+    return p;
+  }
+  ch.send("leave", {stage_name(Stage::Load),
+                    seconds_text(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()), "ahead"});
+  return p;
+}
+
+}  // namespace
+
+int worker_main(int argc, char** argv) {
   stay_in_group();
   no_core_files();
+  std::string preload;
+  int report_fd = -1;
+  for (int i = 0; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--preload") preload = argv[i + 1];
+    else if (flag == "--report-fd") report_fd = std::atoi(argv[i + 1]);
+  }
+  if ((argc % 2) != 0 || preload.empty() != (report_fd < 0)) {
+    std::fprintf(stderr, "harness worker: usage: --child-worker [--preload BACKEND --report-fd N]\n");
+    return 2;
+  }
+  Preload head;
+  if (!preload.empty()) head = preload_backend(preload, report_fd);
+  bool first = true;
   std::shared_ptr<const LoadedPlugin> loaded;  // loaded once, by the first trial that names it
   for (;;) {
     // One SPEC: its lines up to an empty one (encode_trial escapes newlines inside values).
@@ -288,6 +342,16 @@ int worker_main() {
       ::close(log);
     }
     Channel ch(fd);
+    if (first && !head.backend.empty() && (!head.error.empty() || spec.backend != head.backend)) {
+      // The preload's failure is this first trial's (still in stage load); a trial of another
+      // backend is the parent's mistake, reported rather than run beside the wrong module.
+      ch.send("error", {!head.error.empty() ? head.error
+                                            : "this worker loaded backend " + head.backend + " ahead, not " + spec.backend});
+      ch.send("end");
+      std::fflush(nullptr);
+      _exit(0);
+    }
+    first = false;
     run_trial(ch, spec, dir, probe, &loaded);
     ch.send("end");
   }

@@ -25,6 +25,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -136,33 +142,74 @@ std::string left_behind(int pid) {
          " s after SIGKILL (stuck in an uninterruptible call?); left behind";
 }
 
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not when the process does.
+// A spare worker (pool.hpp) outlives the slot thread that asked for it, so every child is forked by
+// one thread that lasts as long as the harness (never destroyed: it may still wait at exit).
+class Spawner {
+ public:
+  static Spawner& get() {
+    static Spawner* s = new Spawner;
+    return *s;
+  }
+  int run(const std::function<int()>& fork_child) {
+    std::packaged_task<int()> task(fork_child);
+    auto done = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(&task);
+    }
+    ready_.notify_one();
+    return done.get();  // the fork's exception, if any, is rethrown here
+  }
+
+ private:
+  Spawner() { std::thread([this] { loop(); }).detach(); }
+  void loop() {
+    for (;;) {
+      std::packaged_task<int()>* task = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ready_.wait(lock, [&] { return !queue_.empty(); });
+        task = queue_.front();
+        queue_.pop_front();
+      }
+      (*task)();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<int()>*> queue_;
+};
+
 // Forks and execs `args` with `env` in its own process group: stdin from `in_fd`, stdout and stderr
 // to `log_fd`, `keep_fd` open across exec. Everything is prepared by the caller: after fork only
-// async-signal-safe calls.
+// async-signal-safe calls. The fork happens on the Spawner's thread.
 int spawn(std::vector<std::string>& args, std::vector<std::string>& env, int in_fd, int log_fd, int keep_fd) {
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the harness
-    if (getppid() != parent) _exit(120);
-    if (in_fd >= 0) dup2(in_fd, 0);
-    if (log_fd >= 0) {
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
+  return Spawner::get().run([&]() -> int {
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the harness (the Spawner's thread lasts as long)
+      if (getppid() != parent) _exit(120);
+      if (in_fd >= 0) dup2(in_fd, 0);
+      if (log_fd >= 0) {
+        dup2(log_fd, 1);
+        dup2(log_fd, 2);
+      }
+      if (keep_fd >= 0) fcntl(keep_fd, F_SETFD, 0);  // the report pipe's write end survives exec
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
     }
-    if (keep_fd >= 0) fcntl(keep_fd, F_SETFD, 0);  // the report pipe's write end survives exec
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also here: no window in which a kill(-pid) misses the group
-  return int(pid);
+    setpgid(pid, pid);  // also here: no window in which a kill(-pid) misses the group
+    return int(pid);
+  });
 }
 
 }  // namespace
@@ -214,6 +261,7 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
         if (s.stage == f[1] && !s.completed) {
           s.seconds = std::atof(f[2].c_str());
           s.completed = true;
+          s.ahead = f.size() > 3 && f[3] == "ahead";
         }
     } else if (kind == "describe" && f.size() > 1) {
       rep.describe = f[1];
@@ -463,8 +511,8 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe, const EnvO
 // ---------------------------------------------------------------------------------------------
 // Workers.
 
-Worker::Worker(std::string exe, std::string dir, EnvOverrides env)
-    : exe_(std::move(exe)), dir_(std::move(dir)), env_(std::move(env)) {}
+Worker::Worker(std::string exe, std::string dir, EnvOverrides env, std::string preload)
+    : exe_(std::move(exe)), dir_(std::move(dir)), env_(std::move(env)), preload_(std::move(preload)) {}
 
 Worker::~Worker() { end(); }
 
@@ -479,6 +527,10 @@ void Worker::start() {
   FdGuard input_read{input[0]}, input_write{input[1]};
   FdGuard log_guard{::open((dir_ + "/worker.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
   std::vector<std::string> args = {exe_, "--child-worker"};
+  if (!preload_.empty()) {
+    // The report pipe's write end keeps its number across exec (spawn's keep_fd).
+    args.insert(args.end(), {"--preload", preload_, "--report-fd", std::to_string(report[1])});
+  }
   std::vector<std::string> environment = child_environment(env_);
   forked_ = Clock::now();
   pid_ = spawn(args, environment, input[0], log_guard.fd, report[1]);
@@ -502,9 +554,14 @@ void Worker::end() {
 }
 
 namespace {
-std::string idle_death(int pid, int status) {
-  return "the previous worker (pid " + std::to_string(pid) + ") died while idle (" +
-         (WIFSIGNALED(status) ? signal_text(WTERMSIG(status)) : "exit " + std::to_string(WEXITSTATUS(status))) +
+// `before_first`: it had run no trial yet (a worker started ahead, loading its backend).
+std::string idle_death(int pid, int status, bool before_first) {
+  const std::string how =
+      WIFSIGNALED(status) ? signal_text(WTERMSIG(status)) : "exit " + std::to_string(WEXITSTATUS(status));
+  if (before_first)
+    return "the worker started ahead (pid " + std::to_string(pid) + ") died before its first trial (" + how +
+           "): this trial ran in a fresh worker";
+  return "the previous worker (pid " + std::to_string(pid) + ") died while idle (" + how +
          "), after its last trial ended: this trial ran in a fresh worker";
 }
 }  // namespace
@@ -514,7 +571,7 @@ void Worker::drop_dead(ChildReport& rep) {
   if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) != pid_) return;
   // It died after its last trial ended (`end`) and before this one was handed to it: not this
   // trial's doing. Said in the trial's notes; the trial runs in a fresh worker.
-  rep.notes.push_back(idle_death(pid_, status));
+  rep.notes.push_back(idle_death(pid_, status, first_));
   ::close(to_child_);
   ::close(from_child_);
   pid_ = to_child_ = from_child_ = -1;
@@ -528,7 +585,8 @@ ChildReport Worker::run(const TrialSpec& spec, const std::string& trial_dir) {
   const Budgets& b = spec.options.budget;
   auto send_spec = [&] {
     rep.pid = pid_;
-    talk.t0 = first_ ? forked_ : Clock::now();  // a worker's start is its first trial's cost
+    // A worker's start is its first trial's cost, unless it was preloaded ahead (worker.hpp).
+    talk.t0 = first_ && preload_.empty() ? forked_ : Clock::now();
     first_ = false;
     const std::string text = encode_trial(spec, child_fd_, trial_dir, false) + "\n";
     for (size_t at = 0; at < text.size();) {
@@ -539,13 +597,14 @@ ChildReport Worker::run(const TrialSpec& spec, const std::string& trial_dir) {
     }
     return true;
   };
+  const bool was_first = first_;
   bool sent = send_spec();
   if (!sent) {
     // The spec could not even be handed over: the worker died while idle, after drop_dead looked.
     // Reap it and hand the trial to a fresh worker, once.
     int st = 0;
     if (reap_within(pid_, &st, 10.0)) {
-      rep.notes.push_back(idle_death(pid_, st));
+      rep.notes.push_back(idle_death(pid_, st, was_first));
       ::close(to_child_);
       ::close(from_child_);
       pid_ = to_child_ = from_child_ = -1;

@@ -61,8 +61,14 @@ void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec
 class Worker {
  public:
   // `exe`: the harness binary; `dir`: a private directory for the worker's own log; `env`: see
-  // EnvOverrides. The child is started by the first run().
-  Worker(std::string exe, std::string dir, EnvOverrides env);
+  // EnvOverrides. The child is started by the first run(), or ahead by start().
+  // `preload`: a built-in backend (modules.hpp) the worker loads as soon as it starts, module and
+  // availability check (for the GPU backend the driver's initialization, most of a worker's
+  // start), while it waits for its first trial: a spare started ahead (pool.hpp) has done that
+  // work when a trial comes. The first trial reports it as its stage load (worker_main), and is
+  // timed from the SPEC sent, not from the fork. Empty: nothing ahead; the first trial loads what
+  // it needs and is timed from the fork.
+  Worker(std::string exe, std::string dir, EnvOverrides env, std::string preload = "");
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -75,13 +81,16 @@ class Worker {
   void end();
   bool running() const { return pid_ > 0; }
   int started() const { return started_; }  // how many worker processes were started
+  // Starts the worker process now (it must not be running).
+  void start();
+  const std::string& preload() const { return preload_; }
 
  private:
-  void start();
   // Reaps a worker that died while idle (between trials), with a note in `rep`.
   void drop_dead(ChildReport& rep);
   std::string exe_, dir_;
   EnvOverrides env_;
+  std::string preload_;
   int pid_ = -1, to_child_ = -1, from_child_ = -1;
   int child_fd_ = -1;  // the report pipe's number in the child
   Conversation::Clock::time_point forked_;
@@ -90,7 +99,8 @@ class Worker {
   std::string pending_;
 };
 
-// The child side: `harness --child-worker` (main calls this before parsing options).
-int worker_main();
+// The child side: `harness --child-worker [--preload BACKEND --report-fd N]` (main calls this
+// before parsing options with the arguments after --child-worker).
+int worker_main(int argc, char** argv);
 
 }  // namespace nvfp4

@@ -105,7 +105,8 @@ JsonValue cache_counters(const std::string& json_path) {
 }
 
 // Every trial of a report, keyed by (backend, combination, case), as JSON text without what may
-// differ between two correct runs: times, the child's pid, the index and the reproducer.
+// differ between two correct runs: times, the child's pid, the index, the reproducer and which
+// trials loaded their worker's backend.
 std::map<std::string, std::string> stable_trials(const std::string& json_path) {
   std::map<std::string, std::string> out;
   const JsonValue r = JsonValue::parse(harness_cli::read_text(json_path));
@@ -113,10 +114,12 @@ std::map<std::string, std::string> stable_trials(const std::string& json_path) {
     std::string text;
     for (const auto& [k, v] : t.members()) {
       if (k == "wall_s" || k == "overhead_s" || k == "child_pid" || k == "index" || k == "stage_elapsed_s" ||
-          k == "reproducer")
+          k == "reproducer" || k == "started_s")
         continue;
       if (k == "stages") {
-        for (const auto& s : v.items()) text += s.str_or("stage", "?") + ",";
+        // Stage load is the first trial's of a worker: which trials those are depends on the slots.
+        for (const auto& s : v.items())
+          if (s.str_or("stage", "?") != "load") text += s.str_or("stage", "?") + ",";
         continue;
       }
       text += k + "=" + v.text() + ";";

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "cases.hpp"
+#include "faults.hpp"
+#include "lattice.hpp"
 #include "errors.hpp"
 #include "harness_cli.hpp"
 #include "json_read.hpp"
@@ -54,7 +56,7 @@ std::vector<std::string> verdicts(const std::vector<JsonValue>& trials) {
 }  // namespace
 
 TEST_CASE("a worker runs one combination's trials in one process; --isolate trial one process each") {
-  const auto w = trials_of("--verify plain,fused" + kThree + "--isolate worker");
+  const auto w = trials_of("--verify plain,fused" + kThree + "--isolate worker --jobs 1");
   REQUIRE(w.size() == 6);
   for (size_t c = 0; c < 2; ++c) {  // combination-major: plain's three cases, then fused's
     CHECK(pid_of(w[3 * c]) > 0);
@@ -74,7 +76,7 @@ TEST_CASE("a worker runs one combination's trials in one process; --isolate tria
 TEST_CASE("a worker killed mid-trial loses only that trial; the rest run in a fresh worker") {
   for (const std::string fault : {"crash@run", "hang@warmup", "error@init", "corrupt@run"}) {
     CAPTURE(fault);
-    const std::string args = "--verify plain" + kThree + "--budget-warmup 1 --inject " + fault + ":case=33x65x160";
+    const std::string args = "--verify plain" + kThree + "--jobs 1 --budget-warmup 1 --inject " + fault + ":case=33x65x160";
     const auto w = trials_of(args + " --isolate worker");
     REQUIRE(w.size() == 3);
     CHECK(w[0].str_or("outcome", "") == "PASS");
@@ -179,7 +181,8 @@ TEST_CASE("overhead: per trial wall minus its stages, and the total in the summa
   double total = 0;
   for (const auto& t : rep.at("trials").items()) {
     double stages = 0;
-    for (const auto& s : t.at("stages").items()) stages += s.number_or("seconds", 0);
+    for (const auto& s : t.at("stages").items())
+      if (!(s.find("ahead") && s.at("ahead").boolean())) stages += s.number_or("seconds", 0);  // a worker's head start is outside its wall
     const double o = t.number_or("overhead_s", -1);
     CHECK(o >= 0);
     CHECK(o == doctest::Approx(t.number_or("wall_s", 0) - stages).epsilon(1e-9));
@@ -251,11 +254,19 @@ TEST_CASE("run policy parsing: GPU lists, ctest resource groups, /proc counting,
       s.c.seed = uint64_t(c);
       specs.push_back(s);
     }
-  using Units = std::vector<std::vector<size_t>>;
-  CHECK(work_units(specs, Isolation::Worker, 1) == Units{{0, 1, 2, 3}, {4, 5, 6, 7}});
-  CHECK(work_units(specs, Isolation::Worker, 4) == Units{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
-  CHECK(work_units(specs, Isolation::Worker, 100).size() == 8);
-  CHECK(work_units(specs, Isolation::Trial, 1).size() == 8);
+  std::swap(specs[1], specs[5]);  // a group need not be contiguous
+  const Schedule sch = Schedule::of(specs);
+  CHECK(sch.group == std::vector<size_t>{0, 1, 0, 0, 1, 0, 1, 1});
+  CHECK(sch.needs == std::vector<std::vector<size_t>>{{}, {}});
+
+  // Slots: a quarter of the cores per GPU, 1 to 4 per GPU; no GPU counts as one device.
+  CHECK(default_jobs(0, 2) == 1);
+  CHECK(default_jobs(0, 16) == 4);
+  CHECK(default_jobs(1, 16) == 4);
+  CHECK(default_jobs(1, 256) == 4);
+  CHECK(default_jobs(4, 64) == 16);
+  CHECK(default_jobs(2, 12) == 2);
+  CHECK(default_jobs(8, 8) == 8);
 }
 
 TEST_CASE("prefetch: every (case, set) once, in parallel, within the byte budget") {
@@ -318,4 +329,127 @@ TEST_CASE("a worker that dies between trials is not blamed on the next trial: it
   bool noted = false;
   for (const auto& n : second.notes) noted |= has(n, "died while idle (SIGKILL)");
   CHECK(noted);
+}
+
+namespace {
+TrialSpec small_trial(const std::string& backend = "cpu", const std::string& combo = "plain") {
+  TrialSpec t;
+  t.backend = backend;
+  t.combo = Combo::parse(combo);
+  t.c.shape = Shape::parse("7x13x48");
+  t.c.dist = "normal";
+  t.c.seed = 7;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("a worker started ahead has loaded its backend when its first trial comes; that trial is timed from its hand-over") {
+  const std::string dir = harness_cli::temp_dir();
+  auto trial_dir = [&](const std::string& name) {
+    const std::string d = dir + "/" + name;
+    std::filesystem::create_directories(d);
+    return d;
+  };
+  Worker w(harness_cli::harness_bin(), dir, EnvOverrides{}, "cpu");
+  w.start();
+  REQUIRE(w.running());
+  usleep(1500 * 1000);  // idle, loaded: not the first trial's time
+  const ChildReport first = w.run(small_trial(), trial_dir("a"));
+  INFO(first.message);
+  REQUIRE(first.outcome == Outcome::Pass);
+  REQUIRE(!first.stages.empty());
+  CHECK(first.stages.front().stage == "load");  // the head start, reported by the first trial
+  CHECK(first.stages.front().completed);
+  CHECK(first.stages.front().ahead);
+  CHECK(first.wall < 1.5);
+  const ChildReport second = w.run(small_trial(), trial_dir("b"));
+  REQUIRE(second.outcome == Outcome::Pass);
+  CHECK(second.pid == first.pid);
+  for (const auto& st : second.stages) CHECK(st.stage != "load");
+  CHECK(w.started() == 1);
+
+  // A backend that cannot load: the first trial's ERROR in stage load, with the loader's reason.
+  Worker bad(harness_cli::harness_bin(), dir, EnvOverrides{}, "nosuch");
+  bad.start();
+  const ChildReport failed = bad.run(small_trial("nosuch"), trial_dir("c"));
+  CHECK(failed.outcome == Outcome::Error);
+  CHECK(failed.stage == "load");
+  CHECK(has(failed.message, "nosuch"));
+  CHECK(!bad.running());  // fail-stop
+
+  // A trial of another backend than the one loaded ahead is refused, not run beside it.
+  Worker other(harness_cli::harness_bin(), dir, EnvOverrides{}, "cpu");
+  const ChildReport wrong = other.run(small_trial("gpu"), trial_dir("d"));
+  CHECK(wrong.outcome == Outcome::Error);
+  CHECK(has(wrong.message, "loaded backend cpu ahead, not gpu"));
+}
+
+TEST_CASE("a schedule starts a group when the groups it needs finish, not when every earlier group has") {
+  TrialOptions o;
+  o.faults = {Fault::parse("slow@run:if=autotune")};
+  o.slow_seconds = 2.0;
+  Session s(o, "harness", nullptr, harness_cli::harness_bin());
+  RunPolicy p;
+  p.jobs = 2;
+  s.set_policy(p);
+  auto spec = [&](const std::string& combo) {
+    TrialSpec t = small_trial("cpu", combo);
+    t.options = s.options();
+    return t;
+  };
+  // Listed in lattice order: plain, autotune (slow), fused (needs plain only).
+  Schedule sch;
+  sch.specs = {spec("plain"), spec("autotune"), spec("fused")};
+  sch.group = {0, 1, 2};
+  sch.needs = {{}, {}, {0}};
+  s.run_schedule(sch, nullptr);
+  const auto& r = s.results();
+  REQUIRE(r.size() == 3);
+  for (const auto& t : r) CHECK(t.outcome == Outcome::Pass);
+  CHECK(r[2].spec.combo.str() == "fused");
+  // fused ran while autotune, listed before it, was still sleeping in stage run.
+  CHECK(r[2].started >= 0);
+  CHECK(r[2].started < r[1].started + r[1].wall - 0.5);
+
+  // The spares the slots started live on after their slot threads ended (a child's death signal
+  // follows the thread that forked it): the next run's trials take them, whole.
+  s.run_all({spec("plain"), spec("fused"), spec("plain"), spec("fused")});
+  REQUIRE(s.results().size() == 7);
+  for (size_t i = 3; i < 7; ++i) {
+    INFO(s.results()[i].message);
+    CHECK(s.results()[i].outcome == Outcome::Pass);
+    for (const auto& note : s.results()[i].notes) CHECK_FALSE(has(note, "died"));
+  }
+
+  // A group whose need failed is BLOCKED for the reason `why` gives, and so is one that needs it.
+  TrialOptions bad = o;
+  bad.faults = {Fault::parse("corrupt@run:if=fused")};
+  Session s2(bad, "harness", nullptr, harness_cli::harness_bin());
+  s2.set_policy(p);
+  auto spec2 = [&](const std::string& combo) {
+    TrialSpec t = small_trial("cpu", combo);
+    t.options = s2.options();
+    return t;
+  };
+  Schedule chain;
+  chain.specs = {spec2("fused"), spec2("autotune+fused"), spec2("autotune"), spec2("plain")};
+  chain.group = {0, 1, 2, 3};
+  chain.needs = {{}, {0}, {1}, {}};
+  std::vector<size_t> asked;
+  s2.run_schedule(chain, [&](size_t g, const std::vector<std::pair<size_t, const TrialResult*>>& failed) {
+    asked.push_back(g);
+    REQUIRE(failed.size() == 1);
+    return std::make_pair("needs " + std::to_string(failed[0].first) + " (" + outcome_name(failed[0].second->outcome) + ")",
+                          std::to_string(failed[0].first));
+  });
+  const auto& r2 = s2.results();
+  REQUIRE(r2.size() == 4);
+  CHECK(r2[0].outcome == Outcome::Fail);
+  CHECK(r2[1].outcome == Outcome::Blocked);
+  CHECK(r2[1].message == "needs 0 (FAIL)");
+  CHECK(r2[2].outcome == Outcome::Blocked);
+  CHECK(r2[2].message == "needs 1 (BLOCKED)");
+  CHECK(r2[2].blocked_by == "1");
+  CHECK(r2[3].outcome == Outcome::Pass);
+  CHECK(asked == std::vector<size_t>{1, 2});
 }
