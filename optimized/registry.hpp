@@ -30,6 +30,11 @@ struct Backend {
   // Optional: builds any combination in one step (a plugin receives the whole combination at
   // create()); when set, build_plan calls it instead of assembling variant and wrappers.
   std::function<std::unique_ptr<Plan>(const Combo&, const Problem&, const PlanOptions&)> make_combo;
+  // Optional: the per-process setup every plan of the backend shares (the GPU backend: the
+  // device's context). A worker started ahead calls it after available() says yes, before its first
+  // trial (harness/trial/worker.hpp), so that a trial's stage init holds the plan's own work; it
+  // must leave nothing a plan could mistake for its own state.
+  std::function<void()> prepare;
 };
 
 enum class OptKind {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -68,7 +69,10 @@ class Session {
   // run_all for a schedule whose groups may wait for others (pool.hpp): a group runs as soon as the
   // groups it needs have finished without a failure, else its trials are BLOCKED for `why`.
   void run_schedule(const Schedule& schedule, const BlockedWhy& why, std::vector<uint16_t>* first_output = nullptr);
-  void set_policy(RunPolicy p) { policy_ = std::move(p); }
+  void set_policy(RunPolicy p) {
+    policy_ = std::move(p);
+    spares_.clear();  // started for the old policy's slots
+  }
   const RunPolicy& policy() const { return policy_; }
   // Records trials that do not run (SKIP: backend unavailable; BLOCKED: a sub-combination
   // failed), with one progress line for the lot.
@@ -97,9 +101,12 @@ class Session {
 
  private:
   void progress_line(const TrialResult& r, size_t first, size_t last);
-  // A fresh worker for slot `slot` and `spec`'s backend: the slot's spare when it loaded that
-  // backend, and a new spare started in its place (pool.hpp).
-  std::unique_ptr<Worker> take_worker(int slot, const TrialSpec& spec);
+  // A fresh worker for slot `slot` and `spec`'s backend: a spare started ahead for that backend and
+  // the slot's environment when there is one; then a new spare when fewer than `want` are left
+  // (pool.hpp). Safe from several slots at once.
+  std::unique_ptr<Worker> take_worker(int slot, const TrialSpec& spec, size_t want);
+  // Starts a spare for `backend` with slot `slot`'s environment.
+  void start_spare(int slot, const std::string& backend);
   const BackendStatus& probe_result(const std::string& backend, const ChildReport& rep);
 
   TrialOptions options_;
@@ -107,7 +114,8 @@ class Session {
   std::string program_;
   std::ostream* progress_;
   TrialRunner runner_;
-  std::vector<std::unique_ptr<Worker>> spares_;  // per slot; ended before runner_ removes their directories
+  std::mutex spares_mu_;
+  std::vector<std::unique_ptr<Worker>> spares_;  // started ahead; ended before runner_ removes their directories
   ReferenceCache cache_;
   InputStore store_;  // in runner_'s directory: the input sets prefetch generated, for the children
   std::vector<TrialResult> results_;

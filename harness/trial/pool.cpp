@@ -108,6 +108,13 @@ std::vector<std::string> gpus_from_ctest(const std::function<const char*(const s
   return out;
 }
 
+namespace {
+// A slot joins a group that has workers only while each would keep this many trials to hand out.
+constexpr size_t kShareTrials = 16;
+// Spares kept for the session's next run beyond what this one needs (at most one per slot).
+constexpr size_t kKeptSpares = 2;
+}  // namespace
+
 int default_jobs(size_t gpus, unsigned cores) {
   const size_t devices = std::max<size_t>(1, gpus);
   const size_t per_gpu = std::clamp<size_t>(cores / (4 * devices), 1, 4);
@@ -133,24 +140,34 @@ void Session::run_all(const std::vector<TrialSpec>& specs, std::vector<uint16_t>
   run_schedule(Schedule::of(specs), nullptr, first_output);
 }
 
-std::unique_ptr<Worker> Session::take_worker(int slot, const TrialSpec& spec) {
+void Session::start_spare(int slot, const std::string& backend) {
+  auto w = std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot), backend);
+  w->start();
+  std::lock_guard<std::mutex> lock(spares_mu_);
+  spares_.push_back(std::move(w));
+}
+
+std::unique_ptr<Worker> Session::take_worker(int slot, const TrialSpec& spec, size_t want) {
   // A plugin loads in its first trial's stage load, inside the worker: nothing to start ahead.
-  const bool ahead = policy_.prestart && !spec.options.external(spec.backend);
-  auto make = [&] {
-    return std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot),
-                                    ahead ? spec.backend : std::string());
-  };
-  if (!ahead) return make();
-  std::unique_ptr<Worker>& spare = spares_[size_t(slot)];
+  if (!policy_.prestart || spec.options.external(spec.backend))
+    return std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot));
   std::unique_ptr<Worker> w;
-  if (spare && spare->preload() == spec.backend) {
-    w = std::move(spare);
-  } else {
-    w = make();
+  size_t left = 0;
+  {
+    std::lock_guard<std::mutex> lock(spares_mu_);
+    for (auto it = spares_.begin(); it != spares_.end(); ++it)
+      if ((*it)->preload() == spec.backend && (*it)->env() == policy_.env(slot)) {
+        w = std::move(*it);
+        spares_.erase(it);
+        break;
+      }
+    left = spares_.size();
+  }
+  if (!w) {
+    w = std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot), spec.backend);
     w->start();
   }
-  spare = make();  // the slot's next worker loads while this one works
-  spare->start();
+  if (left < want) start_spare(slot, spec.backend);  // loads while this one works
   return w;
 }
 
@@ -158,19 +175,30 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
   const std::vector<TrialSpec>& specs = sch.specs;
   if (specs.empty()) return;
   const int n_slots = std::max(1, policy_.jobs);
-  if (spares_.size() != size_t(n_slots)) {
-    spares_.clear();  // another policy: slot k's environment may differ
-    spares_.resize(size_t(n_slots));
-  }
-  // The spares start first: their backend loads while the parent gets the references.
+  const size_t n_groups = sch.needs.size();
+  // Whether a group's trials share worker processes (not with --isolate trial or a submission).
+  auto reuses = [&](const TrialSpec& t) {
+    const External* ext = t.options.external(t.backend);
+    return policy_.isolate == Isolation::Worker && !(ext && ext->kind == External::Submission);
+  };
+  // The first spares start now: their backend loads while the parent gets the references. As many
+  // as there are groups (each needs a worker), at most one per slot, spread over the slots' GPUs.
   const TrialSpec& head = specs.front();
-  if (policy_.isolate == Isolation::Worker && policy_.prestart && !head.options.external(head.backend))
-    for (int k = 0; k < n_slots; ++k) {
-      std::unique_ptr<Worker>& spare = spares_[size_t(k)];
-      if (spare && spare->preload() == head.backend) continue;
-      spare = std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(k), head.backend);
-      spare->start();
+  if (reuses(head) && policy_.prestart && !head.options.external(head.backend)) {
+    size_t ready = 0;
+    {
+      std::lock_guard<std::mutex> lock(spares_mu_);
+      // Spares of a backend this run does not use (an earlier backend's) are of no further use.
+      std::set<std::string> used;
+      for (const auto& t : specs) used.insert(t.backend);
+      spares_.erase(std::remove_if(spares_.begin(), spares_.end(),
+                                   [&](const std::unique_ptr<Worker>& w) { return !used.count(w->preload()); }),
+                    spares_.end());
+      for (const auto& w : spares_) ready += w->preload() == head.backend;
     }
+    for (size_t k = ready; k < std::min(size_t(n_slots), std::max<size_t>(1, n_groups)); ++k)
+      start_spare(int(k), head.backend);
+  }
   // Every reference these trials need, once per (case, input set), on the host's cores.
   std::vector<CaseSpec> cases;
   for (const auto& s : specs) cases.push_back(s.c);
@@ -188,12 +216,11 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
     std::vector<size_t> trials;  // indices into specs, in order
     size_t handed = 0;           // trials given to a slot
     size_t left = 0;             // trials not finished
-    int active = 0;              // slots running one of its trials
+    int workers = 0;             // slots bound to it (each with its worker, or about to start one)
     State state = State::Waiting;
     size_t first_failure = SIZE_MAX;  // its failing trial first in the list (a BLOCKED one included)
     std::string reason, by;           // State::Blocked: why
   };
-  const size_t n_groups = sch.needs.size();
   std::vector<Group> groups(n_groups);
   std::vector<std::vector<size_t>> dependents(n_groups);
   for (size_t i = 0; i < specs.size(); ++i) groups[sch.group[i]].trials.push_back(i);
@@ -244,12 +271,20 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
       for (size_t d : dependents[g]) settle(d);
   };
   // Under `mu`: the group a slot bound to `bound` takes its next trial from (SIZE_MAX: none now).
+  // Staying costs nothing; another group's worker costs a process start (for the GPU backend the
+  // driver's initialization, which the driver serializes across the host, worth tens of trials),
+  // so a slot joins a group that has workers only while that leaves each at least kShareTrials.
   auto pick = [&](size_t bound) {
     auto open = [&](size_t g) { return groups[g].state == State::Runnable && groups[g].handed < groups[g].trials.size(); };
+    auto worth = [&](size_t g) {
+      const Group& gr = groups[g];
+      return gr.workers == 0 || !reuses(specs[gr.trials.front()]) ||
+             gr.trials.size() - gr.handed >= kShareTrials * size_t(gr.workers + 1);
+    };
     if (bound != SIZE_MAX && open(bound)) return bound;
     size_t best = SIZE_MAX;
     for (size_t g = 0; g < n_groups; ++g)
-      if (open(g) && (best == SIZE_MAX || groups[g].active < groups[best].active)) best = g;
+      if (open(g) && worth(g) && (best == SIZE_MAX || groups[g].workers < groups[best].workers)) best = g;
     return best;
   };
   // Under `mu`: nothing is left to hand out, now or later.
@@ -267,6 +302,7 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
     try {
       std::unique_ptr<Worker> worker;
       size_t bound = SIZE_MAX;
+      size_t want_spares = 0;
       for (;;) {
         size_t g = SIZE_MAX, i = 0;
         {
@@ -274,12 +310,20 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
           changed.wait(lock, [&] { return stop || (g = pick(bound)) != SIZE_MAX || all_handed(); });
           if (stop || g == SIZE_MAX) return;
           i = groups[g].trials[groups[g].handed++];
-          ++groups[g].active;
+          if (g != bound) {
+            if (bound != SIZE_MAX) --groups[bound].workers;
+            ++groups[g].workers;
+          }
+          // Spares to keep: one for each group no worker has started yet, and a few for the
+          // session's next run (a bisect's next step).
+          size_t unstarted = 0;
+          for (const auto& gr : groups)
+            unstarted += gr.handed == 0 && (gr.state == State::Waiting || gr.state == State::Runnable);
+          want_spares = std::max(unstarted, std::min<size_t>(size_t(n_slots), kKeptSpares));
         }
         const TrialSpec& spec = specs[i];
-        const External* ext = spec.options.external(spec.backend);
         // A submission's child is its Python driver, not a harness worker: one per trial.
-        const bool own_process = policy_.isolate == Isolation::Trial || (ext && ext->kind == External::Submission);
+        const bool own_process = !reuses(spec);
         if (g != bound) worker.reset();  // another combination: another process
         bound = g;
         const double started = elapsed();
@@ -287,7 +331,7 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
         if (own_process) {
           child = runner_.run_child(spec, false, policy_.env(slot));
         } else {
-          if (!worker) worker = take_worker(slot, spec);
+          if (!worker) worker = take_worker(slot, spec, want_spares);
           const std::string dir = runner_.new_dir();
           child = worker->run(spec, dir);
           std::error_code ec;
@@ -306,7 +350,6 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
         parent_.evaluation += evaluated;
         slots[i] = std::move(out);
         Group& gr = groups[g];
-        --gr.active;
         if (failed && (gr.first_failure == SIZE_MAX || i < gr.first_failure)) gr.first_failure = i;
         if (--gr.left == 0) {
           gr.state = State::Finished;

@@ -6,23 +6,26 @@
 // trial takes a fresh one. --isolate trial: one child per trial.
 // A Schedule groups the trials by (backend, combination); a group may wait for other groups and
 // runs only if none of them failed (the lattice: a combination after its sub-combinations), else
-// its trials are BLOCKED. The slots take trials one at a time: a slot stays with its group while
-// it has trials left to hand out, then joins the runnable group with the fewest slots on it, so
-// several slots share a large group and no slot waits for a level of the lattice while another
-// group could run. Results are recorded and printed in the order of the schedule's list, whatever
-// order they finish in.
-// Spares: each slot keeps one worker started ahead, which has loaded its built-in backend (module,
-// availability check: for the GPU backend the driver's initialization) by the time the slot needs
-// a fresh worker (a new group, or after a failure); spares outlive one run_schedule call, so a
-// bisect's many small runs find them ready. A bench run starts none (RunPolicy::prestart): a
-// worker initializing beside a timed trial would disturb its times.
+// its trials are BLOCKED. It starts as soon as those have finished, not when a whole level has.
+// The slots take trials one at a time. A slot stays with its group while it has trials to hand
+// out, then takes the runnable group with the fewest workers; it joins a group that already has
+// workers only while each would keep at least 16 trials to hand out, since a worker's start costs
+// tens of trials (for the GPU backend the driver's initialization and the device's context, which
+// the driver serializes across the whole host: more processes at once do not start faster).
+// Results are recorded and printed in the order of the schedule's list, whatever order they
+// finish in.
+// Spares: workers started ahead, each for a backend and a slot's environment, which have loaded
+// the backend (module, availability, Backend::prepare) by the time a slot needs a fresh worker (a
+// new group, or after a failure). A run starts one per group (at most one per slot) while the
+// parent gets the references, and replaces each one taken while groups no worker has started
+// remain; two stay ready for the session's next run (a bisect's next step). The bench starts none
+// (RunPolicy::prestart): a worker initializing beside a timed trial would disturb its times.
 // --jobs N: N slots at once. The default: on each GPU given (--gpus, or by ctest; else the one the
-// driver picks) as many slots as a quarter of the host's cores per GPU allows, from 1 to 4 (a
-// trial child is mostly host work: starting, reading its input sets, the parent's comparison;
-// its kernels take a few milliseconds and the device is not shared with its neighbours in any
-// way a check depends on); the bench keeps one slot per GPU (bench_cli.cpp), and --jobs 1 gives
-// every trial the device alone. Stage times and autotune's choices in a verify run are those of
-// a shared device.
+// driver picks) a quarter of the host's cores per GPU, from 1 to 4 slots (a trial child is mostly
+// host work: reading its input sets, and the parent's comparison; its kernels take milliseconds).
+// No check depends on a trial having the device alone, but in a verify run its stage times and
+// autotune's choices are those of a shared device; --jobs 1 (or one per GPU) gives each trial the
+// device alone, as the bench always does (bench_cli.cpp).
 // --gpus LIST|all: slot k runs with CUDA_VISIBLE_DEVICES set to entry k mod |LIST|.
 #pragma once
 #include <functional>

@@ -262,8 +262,9 @@ int child_main(const std::string& encoded) {
 
 namespace {
 
-// A spare worker's head start (worker.hpp): the built-in backend's module loaded and its
-// availability asked (for the GPU backend: the driver's initialization) before the first SPEC.
+// A spare worker's head start (worker.hpp): the built-in backend's module loaded, its availability
+// asked and its per-process setup done (for the GPU backend: the driver's initialization and the
+// device's context) before the first SPEC.
 // "enter load" goes out at once, so that a load that hangs is the first trial's TIMEOUT in stage
 // load; "leave load" when it is done. A load that failed is told only when the first SPEC comes,
 // as that trial's ERROR in stage load (the parent then ends the worker). "leave load" says
@@ -284,7 +285,9 @@ Preload preload_backend(const std::string& backend, int fd) {
     load_module(path);
     const Backend* be = reg.backend(backend);
     if (!be) throw std::runtime_error("module " + path + " loaded but registered no backend '" + backend + "'");
-    if (be->available) be->available();  // the answer is asked again, cheaply, in the trial's setup
+    // The answer is asked again, cheaply, in the trial's setup; an unavailable backend skips there.
+    const Support avail = be->available ? be->available() : Support::yes();
+    if (avail.ok && be->prepare) be->prepare();
   } catch (const std::exception& e) {
     p.error = e.what();
     return p;

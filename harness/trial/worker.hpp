@@ -84,6 +84,7 @@ class Worker {
   // Starts the worker process now (it must not be running).
   void start();
   const std::string& preload() const { return preload_; }
+  const EnvOverrides& env() const { return env_; }
 
  private:
   // Reaps a worker that died while idle (between trials), with a note in `rep`.

@@ -97,6 +97,7 @@ const bool registered = register_backend(Backend{
       return std::make_unique<PlainPlan>(p);
     },
     nullptr,
+    nullptr,
 });
 const bool registered_autotune = register_optimization(autotune_for("cpu"));
 

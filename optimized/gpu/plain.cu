@@ -298,7 +298,10 @@ const bool registered = register_backend(Backend{
     [](const Problem& p, const PlanOptions&) -> std::unique_ptr<Plan> {
       return std::make_unique<PlainPlan>(p, PlainPlan::Mode::Full);
     },
-    nullptr});
+    nullptr,
+    // The primary context of the device: created once per process, by the first CUDA call that
+    // needs it (the plan's first allocation otherwise).
+    [] { NVFP4_CUDA_CHECK(cudaFree(nullptr)); }});
 const bool registered_autotune = register_optimization(autotune_for("gpu"));
 
 // x[i] = a small non-zero bf16 value from a hash of i (multiples of 1/64 in [-1, 1) \ {0}).

@@ -23,6 +23,7 @@ const bool registered = register_backend(Backend{
     [](const Problem&, const PlanOptions&) -> std::unique_ptr<Plan> {
       throw std::runtime_error("built without CUDA");
     },
+    nullptr,
     nullptr});
 const bool registered_autotune = register_optimization(autotune_for("gpu"));
 

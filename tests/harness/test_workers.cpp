@@ -140,8 +140,10 @@ TEST_CASE("--jobs: progress lines and the report stay in list order; the lattice
 }
 
 TEST_CASE("--gpus: each slot's child runs with its own CUDA_VISIBLE_DEVICES; ctest's resource spec") {
-  const auto t = trials_of("--verify plain" + kThree + "--gpus 3,5 --jobs 2");
-  REQUIRE(t.size() == 3);
+  // Four combinations for two slots: each slot runs some (a combination's three trials stay in one
+  // worker).
+  const auto t = trials_of("--verify plain,fused,autotune,autotune+fused" + kThree + "--gpus 3,5 --jobs 2");
+  REQUIRE(t.size() == 12);
   std::set<std::string> seen;
   for (const auto& x : t) {
     CHECK(x.str_or("outcome", "") == "PASS");
@@ -452,4 +454,19 @@ TEST_CASE("a schedule starts a group when the groups it needs finish, not when e
   CHECK(r2[2].blocked_by == "1");
   CHECK(r2[3].outcome == Outcome::Pass);
   CHECK(asked == std::vector<size_t>{1, 2});
+}
+
+TEST_CASE("a slot joins a combination that has a worker only when both keep at least 16 trials") {
+  // A worker's start is worth tens of trials (the GPU driver's initialization): 8 trials stay in
+  // one worker with 4 slots free; 42 trials are shared by 2 workers (21 each), not 3 (14 each).
+  auto pids = [](const std::string& shapes, const std::string& dists) {
+    std::set<int> p;
+    for (const auto& t : trials_of("--verify plain --backend cpu --seed 7 --jobs 4 --shape " + shapes + " --dist " + dists)) {
+      CHECK(t.str_or("outcome", "") == "PASS");
+      p.insert(pid_of(t));
+    }
+    return p.size();
+  };
+  CHECK(pids("7x13x48,9x5x32", "normal,uniform,edge,ones") == 1);
+  CHECK(pids("7x13x48,9x5x32,3x3x16,5x7x64,2x2x32,4x9x16", "normal,uniform,edge,gpumode,ones,identity,suspicious") == 2);
 }
