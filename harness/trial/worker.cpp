@@ -543,11 +543,59 @@ void Worker::start() {
   pending_.clear();
 }
 
+namespace {
+// Reaps killed workers in the background: a worker that ended cleanly (its combination done, a
+// spare no longer wanted) takes the driver some time to tear down (a GPU context: up to a second,
+// serialized across the host), and no slot should wait for that. Like the Spawner, it lasts as long
+// as the harness; children it has not reaped yet die with the harness (PR_SET_PDEATHSIG).
+class Reaper {
+ public:
+  static Reaper& get() {
+    static Reaper* r = new Reaper;
+    return *r;
+  }
+  void adopt(int pid) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pids_.push_back(pid);
+    }
+    more_.notify_one();
+  }
+
+ private:
+  Reaper() { std::thread([this] { loop(); }).detach(); }
+  void loop() {
+    for (;;) {
+      std::vector<int> pids;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        more_.wait(lock, [&] { return !pids_.empty(); });
+        pids.swap(pids_);
+      }
+      std::vector<int> left;
+      for (int pid : pids) {
+        int status = 0;
+        const pid_t w = waitpid(pid_t(pid), &status, WNOHANG);
+        if (w == 0 || (w < 0 && errno == EINTR)) left.push_back(pid);  // still dying
+      }
+      if (left.empty()) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pids_.insert(pids_.end(), left.begin(), left.end());
+      }
+      usleep(5000);
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable more_;
+  std::vector<int> pids_;
+};
+}  // namespace
+
 void Worker::end() {
   if (pid_ <= 0) return;
   kill_group(pid_);
-  int status = 0;
-  reap_within(pid_, &status, kReapSeconds);
+  Reaper::get().adopt(pid_);  // its report does not matter any more: no need to wait
   ::close(to_child_);
   ::close(from_child_);
   pid_ = to_child_ = from_child_ = -1;
