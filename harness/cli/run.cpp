@@ -309,7 +309,9 @@ int verify_or_bisect(const po::variables_map& vm, const Mode& mode, Setup& s, co
     throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
   }
   Session session(s.opt, program, &std::cout);
-  session.set_policy(s.policy);
+  RunPolicy policy = s.policy;
+  if (bisecting) policy.kept_spares = size_t(policy.jobs);  // each step needs fresh workers at once
+  session.set_policy(policy);
   for (const auto& [b, rep] : s.load_probes) session.adopt_probe(b, rep);
   const bool load_failed = !s.failed_loads.empty();
   for (auto& r : s.failed_loads) session.record(std::move(r));

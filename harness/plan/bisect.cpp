@@ -175,6 +175,9 @@ BisectVerdict bisect(Session& s, const std::string& backend, const Combo& combo,
     v.line = "skip: backend " + backend + " cannot run here (" + s.backends().at(backend).reason + ")";
     return v;
   }
+  // The confirmation (3.) runs on every case: their references load while the first steps run on
+  // one case at a time.
+  s.prefetch_in_background(cases);
   TrialTable t(s, backend, cases);
   std::vector<size_t> all(cases.size());
   std::iota(all.begin(), all.end(), size_t(0));
@@ -214,6 +217,7 @@ BisectVerdict bisect(Session& s, const std::string& backend, const Combo& combo,
   // everywhere for the culprits to be the minimal failing ones (the culprits themselves are known to
   // fail on one case; running them everywhere would only count failures).
   // Each round adds a culprit from the finite set of sub-combinations, so the loop ends.
+  s.wait_references();
   for (;;) {
     std::vector<Combo> confirm;
     for (const auto& c : combo.size() <= 6 ? all_subsets(combo) : immediate_subs(culprits.front()))

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cases.hpp"
@@ -69,6 +70,13 @@ class Session {
   // run_all for a schedule whose groups may wait for others (pool.hpp): a group runs as soon as the
   // groups it needs have finished without a failure, else its trials are BLOCKED for `why`.
   void run_schedule(const Schedule& schedule, const BlockedWhy& why, std::vector<uint16_t>* first_output = nullptr);
+  // Gets the references of `cases` (input sets generated and stored for the children, references
+  // read from the on-disk cache or computed) on a thread of its own while trials run; a later run
+  // finds them in memory. wait_references() waits for it (also done when the session ends).
+  // (bisect: its confirmation needs the whole suite, its first steps one case.)
+  void prefetch_in_background(std::vector<CaseSpec> cases);
+  void wait_references();
+  ~Session();
   void set_policy(RunPolicy p) {
     policy_ = std::move(p);
     spares_.clear();  // started for the old policy's slots
@@ -114,6 +122,7 @@ class Session {
   std::string program_;
   std::ostream* progress_;
   TrialRunner runner_;
+  std::thread background_;  // prefetch_in_background's
   std::mutex spares_mu_;
   std::vector<std::unique_ptr<Worker>> spares_;  // started ahead; ended before runner_ removes their directories
   ReferenceCache cache_;

@@ -111,8 +111,6 @@ std::vector<std::string> gpus_from_ctest(const std::function<const char*(const s
 namespace {
 // A slot joins a group that has workers only while each would keep this many trials to hand out.
 constexpr size_t kShareTrials = 16;
-// Spares kept for the session's next run beyond what this one needs (at most one per slot).
-constexpr size_t kKeptSpares = 2;
 }  // namespace
 
 int default_jobs(size_t gpus, unsigned cores) {
@@ -170,6 +168,24 @@ std::unique_ptr<Worker> Session::take_worker(int slot, const TrialSpec& spec, si
   if (left < want) start_spare(slot, spec.backend);  // loads while this one works
   return w;
 }
+
+void Session::prefetch_in_background(std::vector<CaseSpec> cases) {
+  wait_references();
+  background_ = std::thread([this, cases = std::move(cases)] {
+    try {
+      cache_.prefetch(cases, options_.runs, options_.fresh, 0,
+                      [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
+    } catch (...) {
+      // Whatever failed here is computed again, and reported, where a trial needs it.
+    }
+  });
+}
+
+void Session::wait_references() {
+  if (background_.joinable()) background_.join();
+}
+
+Session::~Session() { wait_references(); }
 
 void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vector<uint16_t>* first_output) {
   const std::vector<TrialSpec>& specs = sch.specs;
@@ -314,12 +330,12 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
             if (bound != SIZE_MAX) --groups[bound].workers;
             ++groups[g].workers;
           }
-          // Spares to keep: one for each group no worker has started yet, and a few for the
-          // session's next run (a bisect's next step).
+          // Spares to keep: one for each group no worker has started yet, and those the policy
+          // keeps for the session's next run (a bisect's next step).
           size_t unstarted = 0;
           for (const auto& gr : groups)
             unstarted += gr.handed == 0 && (gr.state == State::Waiting || gr.state == State::Runnable);
-          want_spares = std::max(unstarted, std::min<size_t>(size_t(n_slots), kKeptSpares));
+          want_spares = std::max(unstarted, std::min<size_t>(size_t(n_slots), policy_.kept_spares));
         }
         const TrialSpec& spec = specs[i];
         // A submission's child is its Python driver, not a harness worker: one per trial.

@@ -18,7 +18,7 @@
 // the backend (module, availability, Backend::prepare) by the time a slot needs a fresh worker (a
 // new group, or after a failure). A run starts one per group (at most one per slot) while the
 // parent gets the references, and replaces each one taken while groups no worker has started
-// remain; two stay ready for the session's next run (a bisect's next step). The bench starts none
+// remain; a bisect keeps one per slot ready for its next step (RunPolicy::kept_spares). The bench starts none
 // (RunPolicy::prestart): a worker initializing beside a timed trial would disturb its times.
 // --jobs N: N slots at once. The default: on each GPU given (--gpus, or by ctest; else the one the
 // driver picks) a quarter of the host's cores per GPU, from 1 to 4 slots (a trial child is mostly
@@ -45,6 +45,7 @@ struct RunPolicy {
   Isolation isolate = Isolation::Worker;
   int jobs = 1;
   bool prestart = true;  // spares started ahead (see above); off for the bench
+  size_t kept_spares = 0;  // spares kept ready for the session's next run (bisect: one per slot)
   std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES of the slots, round-robin; empty: unchanged
   // The environment overrides of slot `slot` (CUDA_VISIBLE_DEVICES when gpus are given).
   EnvOverrides env(int slot) const;

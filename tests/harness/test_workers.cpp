@@ -470,3 +470,25 @@ TEST_CASE("a slot joins a combination that has a worker only when both keep at l
   CHECK(pids("7x13x48,9x5x32", "normal,uniform,edge,ones") == 1);
   CHECK(pids("7x13x48,9x5x32,3x3x16,5x7x64,2x2x32,4x9x16", "normal,uniform,edge,gpumode,ones,identity,suspicious") == 2);
 }
+
+TEST_CASE("references prefetched in the background are what the next run uses") {
+  TrialOptions o;  // no on-disk cache: every reference this session has, it computed
+  Session s(o, "harness", nullptr, harness_cli::harness_bin());
+  std::vector<CaseSpec> cases;
+  std::vector<TrialSpec> specs;
+  for (const char* shape : {"7x13x48", "33x65x160"}) {
+    TrialSpec t = small_trial();
+    t.c.shape = Shape::parse(shape);
+    t.options = s.options();
+    cases.push_back(t.c);
+    specs.push_back(t);
+  }
+  s.prefetch_in_background(cases);
+  s.wait_references();
+  const int sets = warmup_set(o.runs) + 1;  // the checked calls' sets and the warm-up's
+  CHECK(s.cache().computed() == 2 * sets);
+  s.run_all(specs);
+  REQUIRE(s.results().size() == 2);
+  for (const auto& r : s.results()) CHECK(r.outcome == Outcome::Pass);
+  CHECK(s.cache().computed() == 2 * sets);  // none computed again
+}
