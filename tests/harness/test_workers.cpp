@@ -343,6 +343,12 @@ TrialSpec small_trial(const std::string& backend = "cpu", const std::string& com
   t.c.seed = 7;
   return t;
 }
+// A small cpu trial under the session's options.
+TrialSpec trial_of(const Session& s, const std::string& combo) {
+  TrialSpec t = small_trial("cpu", combo);
+  t.options = s.options();
+  return t;
+}
 }  // namespace
 
 TEST_CASE("a worker started ahead has loaded its backend when its first trial comes; that trial is timed from its hand-over") {
@@ -393,12 +399,9 @@ TEST_CASE("a schedule starts a group when the groups it needs finish, not when e
   Session s(o, "harness", nullptr, harness_cli::harness_bin());
   RunPolicy p;
   p.jobs = 2;
+  p.kept_spares = 2;  // spares the slot threads start stay for the next run
   s.set_policy(p);
-  auto spec = [&](const std::string& combo) {
-    TrialSpec t = small_trial("cpu", combo);
-    t.options = s.options();
-    return t;
-  };
+  auto spec = [&](const std::string& combo) { return trial_of(s, combo); };
   // Listed in lattice order: plain, autotune (slow), fused (needs plain only).
   Schedule sch;
   sch.specs = {spec("plain"), spec("autotune"), spec("fused")};
@@ -428,11 +431,7 @@ TEST_CASE("a schedule starts a group when the groups it needs finish, not when e
   bad.faults = {Fault::parse("corrupt@run:if=fused")};
   Session s2(bad, "harness", nullptr, harness_cli::harness_bin());
   s2.set_policy(p);
-  auto spec2 = [&](const std::string& combo) {
-    TrialSpec t = small_trial("cpu", combo);
-    t.options = s2.options();
-    return t;
-  };
+  auto spec2 = [&](const std::string& combo) { return trial_of(s2, combo); };
   Schedule chain;
   chain.specs = {spec2("fused"), spec2("autotune+fused"), spec2("autotune"), spec2("plain")};
   chain.group = {0, 1, 2, 3};
