@@ -18,16 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "process.hpp"
 #include "trial.hpp"
 
 namespace nvfp4 {
 
-// This process's environment with `extra` replacing entries of the same name.
-std::vector<std::string> child_environment(const EnvOverrides& extra);
-// Starts `args` (args[0]: the binary) in its own process group, with this process's environment
-// plus `env`, stdin from `in_fd`, stdout and stderr to `log_fd` (-1: inherited), `keep_fd` left
-// open across exec (-1: none). The child dies with the harness (PR_SET_PDEATHSIG). Returns its pid.
-int spawn_child(std::vector<std::string> args, const EnvOverrides& env, int in_fd, int log_fd, int keep_fd);
 
 // One trial's conversation on the report pipe, as the parent heard it.
 struct Conversation {
