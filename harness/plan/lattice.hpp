@@ -109,6 +109,10 @@ class Session {
 
  private:
   void progress_line(const TrialResult& r, size_t first, size_t last);
+  struct Run;  // one run_schedule call (pool.cpp)
+  // Whether `t` runs in a worker that runs other trials too (not with --isolate trial, nor a
+  // submission, whose child is its Python driver).
+  bool reuses_workers(const TrialSpec& t) const;
   // A fresh worker for slot `slot` and `spec`'s backend: a spare started ahead for that backend and
   // the slot's environment when there is one; then a new spare when fewer than `want` are left
   // (pool.hpp). Safe from several slots at once.

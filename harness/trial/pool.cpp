@@ -187,46 +187,9 @@ void Session::wait_references() {
 
 Session::~Session() { wait_references(); }
 
-void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vector<uint16_t>* first_output) {
-  const std::vector<TrialSpec>& specs = sch.specs;
-  if (specs.empty()) return;
-  const int n_slots = std::max(1, policy_.jobs);
-  const size_t n_groups = sch.needs.size();
-  // Whether a group's trials share worker processes (not with --isolate trial or a submission).
-  auto reuses = [&](const TrialSpec& t) {
-    const External* ext = t.options.external(t.backend);
-    return policy_.isolate == Isolation::Worker && !(ext && ext->kind == External::Submission);
-  };
-  // The first spares start now: their backend loads while the parent gets the references. As many
-  // as there are groups (each needs a worker), at most one per slot, spread over the slots' GPUs.
-  const TrialSpec& head = specs.front();
-  if (reuses(head) && policy_.prestart && !head.options.external(head.backend)) {
-    size_t ready = 0;
-    {
-      std::lock_guard<std::mutex> lock(spares_mu_);
-      // Spares of a backend this run does not use (an earlier backend's) are of no further use.
-      std::set<std::string> used;
-      for (const auto& t : specs) used.insert(t.backend);
-      spares_.erase(std::remove_if(spares_.begin(), spares_.end(),
-                                   [&](const std::unique_ptr<Worker>& w) { return !used.count(w->preload()); }),
-                    spares_.end());
-      for (const auto& w : spares_) ready += w->preload() == head.backend;
-    }
-    for (size_t k = ready; k < std::min(size_t(n_slots), std::max<size_t>(1, n_groups)); ++k)
-      start_spare(int(k), head.backend);
-  }
-  // Every reference these trials need, once per (case, input set), on the host's cores.
-  std::vector<CaseSpec> cases;
-  for (const auto& s : specs) cases.push_back(s.c);
-  // The input sets generated for them go to the store, where the children read them.
-  const auto since = [](std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  const auto t_refs = std::chrono::steady_clock::now();
-  cache_.prefetch(cases, options_.runs, options_.fresh, 0,
-                  [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
-  parent_.references += since(t_refs);
-
+// One run_schedule call: its groups and results, the slot threads that run the trials and the loop
+// that records them in list order. Group, slot and stop state are guarded by `mu`.
+struct Session::Run {
   enum class State { Waiting, Runnable, Finished, Blocked };
   struct Group {
     std::vector<size_t> trials;  // indices into specs, in order
@@ -237,27 +200,42 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
     size_t first_failure = SIZE_MAX;  // its failing trial first in the list (a BLOCKED one included)
     std::string reason, by;           // State::Blocked: why
   };
-  std::vector<Group> groups(n_groups);
-  std::vector<std::vector<size_t>> dependents(n_groups);
-  for (size_t i = 0; i < specs.size(); ++i) groups[sch.group[i]].trials.push_back(i);
-  for (size_t g = 0; g < n_groups; ++g) {
-    groups[g].left = groups[g].trials.size();
-    for (size_t n : sch.needs[g]) dependents[n].push_back(g);
-  }
   struct Slot {
     std::optional<TrialResult> result;
     std::vector<uint16_t> output;  // the first checked call's, when asked for
     bool blocked = false;
   };
-  std::vector<Slot> slots(specs.size());
+
+  Session& s;
+  const Schedule& sch;
+  const std::vector<TrialSpec>& specs;
+  const BlockedWhy& why;
+  std::vector<uint16_t>* first_output;
+  const int n_slots;
+  std::vector<Group> groups;
+  std::vector<std::vector<size_t>> dependents;
+  std::vector<Slot> slots;
   std::mutex mu;
   std::condition_variable changed;
-  bool stop = false;  // under mu
+  bool stop = false;
   std::exception_ptr failure;
+
+  Run(Session& session, const Schedule& schedule, const BlockedWhy& w, std::vector<uint16_t>* first)
+      : s(session), sch(schedule), specs(schedule.specs), why(w), first_output(first),
+        n_slots(std::max(1, session.policy_.jobs)), groups(schedule.needs.size()),
+        dependents(schedule.needs.size()), slots(schedule.specs.size()) {
+    for (size_t i = 0; i < specs.size(); ++i) groups[sch.group[i]].trials.push_back(i);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      groups[g].left = groups[g].trials.size();
+      for (size_t n : sch.needs[g]) dependents[n].push_back(g);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t g = 0; g < groups.size(); ++g) settle(g);
+  }
 
   // Under `mu`. A group whose needs have all settled becomes runnable, or BLOCKED when one failed
   // (then its own dependents are settled in turn). A group of no trials finishes at once.
-  std::function<void(size_t)> settle = [&](size_t g) {
+  void settle(size_t g) {
     Group& gr = groups[g];
     if (gr.state != State::Waiting) return;
     std::vector<std::pair<size_t, const TrialResult*>> failed;
@@ -285,42 +263,73 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
     }
     if (gr.state != State::Runnable)
       for (size_t d : dependents[g]) settle(d);
-  };
+  }
+
   // Under `mu`: the group a slot bound to `bound` takes its next trial from (SIZE_MAX: none now).
   // Staying costs nothing; another group's worker costs a process start (for the GPU backend the
   // driver's initialization, which the driver serializes across the host, worth tens of trials),
   // so a slot joins a group that has workers only while that leaves each at least kShareTrials.
-  auto pick = [&](size_t bound) {
+  size_t pick(size_t bound) const {
     auto open = [&](size_t g) { return groups[g].state == State::Runnable && groups[g].handed < groups[g].trials.size(); };
     auto worth = [&](size_t g) {
       const Group& gr = groups[g];
-      return gr.workers == 0 || !reuses(specs[gr.trials.front()]) ||
+      return gr.workers == 0 || !s.reuses_workers(specs[gr.trials.front()]) ||
              gr.trials.size() - gr.handed >= kShareTrials * size_t(gr.workers + 1);
     };
     if (bound != SIZE_MAX && open(bound)) return bound;
     size_t best = SIZE_MAX;
-    for (size_t g = 0; g < n_groups; ++g)
+    for (size_t g = 0; g < groups.size(); ++g)
       if (open(g) && worth(g) && (best == SIZE_MAX || groups[g].workers < groups[best].workers)) best = g;
     return best;
-  };
+  }
+
   // Under `mu`: nothing is left to hand out, now or later.
-  auto all_handed = [&] {
+  bool all_handed() const {
     for (const auto& gr : groups)
       if (gr.state == State::Waiting || (gr.state == State::Runnable && gr.handed < gr.trials.size())) return false;
     return true;
-  };
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (size_t g = 0; g < n_groups; ++g) settle(g);
   }
 
-  auto slot_body = [&](int slot) {
+  // Under `mu`: spares to keep: one for each group no worker has started yet, and those the policy
+  // keeps for the session's next run (a bisect's next step).
+  size_t spares_wanted() const {
+    size_t unstarted = 0;
+    for (const auto& gr : groups)
+      unstarted += gr.handed == 0 && (gr.state == State::Waiting || gr.state == State::Runnable);
+    return std::max(unstarted, std::min<size_t>(size_t(n_slots), s.policy_.kept_spares));
+  }
+
+  // Runs trial `i` of group `g` in slot `slot`'s worker (or a process of its own) and judges it.
+  Slot run_trial(int slot, size_t i, std::unique_ptr<Worker>& worker, size_t want_spares) {
+    const TrialSpec& spec = specs[i];
+    const double started = s.elapsed();
+    ChildReport child;
+    if (!s.reuses_workers(spec)) {  // --isolate trial, or a submission (its child is its Python driver)
+      child = s.runner_.run_child(spec, false, s.policy_.env(slot));
+    } else {
+      if (!worker) worker = s.take_worker(slot, spec, want_spares);
+      const std::string dir = s.runner_.new_dir();
+      child = worker->run(spec, dir);
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+    Slot out;
+    if (first_output && !child.outputs.empty()) out.output = child.outputs.front();
+    const auto t_eval = std::chrono::steady_clock::now();
+    out.result = evaluate_trial(spec, std::move(child), s.cache_);
+    out.result->started = started;
+    const double evaluated = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
+    std::lock_guard<std::mutex> lock(mu);
+    s.parent_.evaluation += evaluated;
+    return out;
+  }
+
+  void slot_body(int slot) {
     try {
       std::unique_ptr<Worker> worker;
       size_t bound = SIZE_MAX;
-      size_t want_spares = 0;
       for (;;) {
-        size_t g = SIZE_MAX, i = 0;
+        size_t g = SIZE_MAX, i = 0, want_spares = 0;
         {
           std::unique_lock<std::mutex> lock(mu);
           changed.wait(lock, [&] { return stop || (g = pick(bound)) != SIZE_MAX || all_handed(); });
@@ -330,40 +339,15 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
             if (bound != SIZE_MAX) --groups[bound].workers;
             ++groups[g].workers;
           }
-          // Spares to keep: one for each group no worker has started yet, and those the policy
-          // keeps for the session's next run (a bisect's next step).
-          size_t unstarted = 0;
-          for (const auto& gr : groups)
-            unstarted += gr.handed == 0 && (gr.state == State::Waiting || gr.state == State::Runnable);
-          want_spares = std::max(unstarted, std::min<size_t>(size_t(n_slots), policy_.kept_spares));
+          want_spares = spares_wanted();
         }
-        const TrialSpec& spec = specs[i];
-        // A submission's child is its Python driver, not a harness worker: one per trial.
-        const bool own_process = !reuses(spec);
         if (g != bound) worker.reset();  // another combination: another process
         bound = g;
-        const double started = elapsed();
-        ChildReport child;
-        if (own_process) {
-          child = runner_.run_child(spec, false, policy_.env(slot));
-        } else {
-          if (!worker) worker = take_worker(slot, spec, want_spares);
-          const std::string dir = runner_.new_dir();
-          child = worker->run(spec, dir);
-          std::error_code ec;
-          std::filesystem::remove_all(dir, ec);
-        }
-        Slot out;
-        if (first_output && !child.outputs.empty()) out.output = child.outputs.front();
-        const auto t_eval = std::chrono::steady_clock::now();
-        out.result = evaluate_trial(spec, std::move(child), cache_);
-        out.result->started = started;
-        const double evaluated = since(t_eval);
+        Slot out = run_trial(slot, i, worker, want_spares);
         // Fail-stop: no trial runs after a failure in the same process (a FAIL included).
         const bool failed = is_failure(out.result->outcome);
         if (failed) worker.reset();
         std::lock_guard<std::mutex> lock(mu);
-        parent_.evaluation += evaluated;
         slots[i] = std::move(out);
         Group& gr = groups[g];
         if (failed && (gr.first_failure == SIZE_MAX || i < gr.first_failure)) gr.first_failure = i;
@@ -379,52 +363,96 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
       stop = true;
       changed.notify_all();
     }
-  };
-  std::vector<std::thread> threads;
-  // Whatever leaves this function (an exception in the loop below, or a thread that cannot be
-  // started), the slots are told to stop and joined first: a joinable std::thread must not be destroyed.
-  auto stop_all = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-    }
-    changed.notify_all();
-    for (auto& t : threads)
-      if (t.joinable()) t.join();
-  };
-  struct OnExit {
-    std::function<void()> f;
-    ~OnExit() { f(); }
-  } join_all{stop_all};
-  for (int k = 0; k < n_slots; ++k) threads.emplace_back(slot_body, k);
-
-  // Recorded and printed in the order of `specs`, as each one's turn comes; a run of BLOCKED
-  // trials of one group on one line.
-  for (size_t i = 0; i < specs.size();) {
-    std::unique_lock<std::mutex> lock(mu);
-    changed.wait(lock, [&] { return slots[i].result.has_value() || failure; });
-    if (!slots[i].result) break;
-    if (slots[i].blocked) {
-      const Group& gr = groups[sch.group[i]];
-      size_t j = i;
-      while (j < specs.size() && slots[j].blocked && sch.group[j] == sch.group[i]) ++j;
-      const std::vector<TrialSpec> run(specs.begin() + long(i), specs.begin() + long(j));
-      const std::string reason = gr.reason, by = gr.by;
-      lock.unlock();
-      add_not_run(run, Outcome::Blocked, reason, by);
-      i = j;
-      continue;
-    }
-    TrialResult r = *slots[i].result;  // copied: a blocked group's reason may still read it
-    std::vector<uint16_t> output = std::move(slots[i].output);
-    lock.unlock();
-    if (first_output && first_output->empty() && !output.empty()) *first_output = std::move(output);
-    results_.push_back(std::move(r));
-    progress_line(results_.back(), results_.size(), results_.size());
-    ++i;
   }
-  stop_all();
-  if (failure) std::rethrow_exception(failure);
+
+  // Records and prints the results in the order of `specs`, as each one's turn comes; a run of
+  // BLOCKED trials of one group on one line.
+  void record_in_order() {
+    for (size_t i = 0; i < specs.size();) {
+      std::unique_lock<std::mutex> lock(mu);
+      changed.wait(lock, [&] { return slots[i].result.has_value() || failure; });
+      if (!slots[i].result) return;
+      if (slots[i].blocked) {
+        const Group& gr = groups[sch.group[i]];
+        size_t j = i;
+        while (j < specs.size() && slots[j].blocked && sch.group[j] == sch.group[i]) ++j;
+        const std::vector<TrialSpec> run(specs.begin() + long(i), specs.begin() + long(j));
+        const std::string reason = gr.reason, by = gr.by;
+        lock.unlock();
+        s.add_not_run(run, Outcome::Blocked, reason, by);
+        i = j;
+        continue;
+      }
+      TrialResult r = *slots[i].result;  // copied: a blocked group's reason may still read it
+      std::vector<uint16_t> output = std::move(slots[i].output);
+      lock.unlock();
+      if (first_output && first_output->empty() && !output.empty()) *first_output = std::move(output);
+      s.results_.push_back(std::move(r));
+      s.progress_line(s.results_.back(), s.results_.size(), s.results_.size());
+      ++i;
+    }
+  }
+
+  void run() {
+    std::vector<std::thread> threads;
+    // Whatever leaves this function (an exception while recording, or a thread that cannot be
+    // started), the slots are told to stop and joined first: a joinable std::thread must not be
+    // destroyed.
+    auto stop_all = [&] {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        stop = true;
+      }
+      changed.notify_all();
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    };
+    struct OnExit {
+      std::function<void()> f;
+      ~OnExit() { f(); }
+    } join_all{stop_all};
+    for (int k = 0; k < n_slots; ++k) threads.emplace_back([this, k] { slot_body(k); });
+    record_in_order();
+    stop_all();
+    if (failure) std::rethrow_exception(failure);
+  }
+};
+
+bool Session::reuses_workers(const TrialSpec& t) const {
+  const External* ext = t.options.external(t.backend);
+  return policy_.isolate == Isolation::Worker && !(ext && ext->kind == External::Submission);
+}
+
+void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vector<uint16_t>* first_output) {
+  const std::vector<TrialSpec>& specs = sch.specs;
+  if (specs.empty()) return;
+  // The first spares start now: their backend loads while the parent gets the references. As many
+  // as there are groups (each needs a worker), at most one per slot, spread over the slots' GPUs.
+  const TrialSpec& head = specs.front();
+  if (reuses_workers(head) && policy_.prestart && !head.options.external(head.backend)) {
+    size_t ready = 0;
+    {
+      std::lock_guard<std::mutex> lock(spares_mu_);
+      // Spares of a backend this run does not use (an earlier backend's) are of no further use.
+      std::set<std::string> used;
+      for (const auto& t : specs) used.insert(t.backend);
+      spares_.erase(std::remove_if(spares_.begin(), spares_.end(),
+                                   [&](const std::unique_ptr<Worker>& w) { return !used.count(w->preload()); }),
+                    spares_.end());
+      for (const auto& w : spares_) ready += w->preload() == head.backend;
+    }
+    const size_t first = std::min<size_t>(size_t(std::max(1, policy_.jobs)), std::max<size_t>(1, sch.needs.size()));
+    for (size_t k = ready; k < first; ++k) start_spare(int(k), head.backend);
+  }
+  // Every reference these trials need, once per (case, input set), on the host's cores; the input
+  // sets generated for them go to the store, where the children read them.
+  std::vector<CaseSpec> cases;
+  for (const auto& t : specs) cases.push_back(t.c);
+  const auto t_refs = std::chrono::steady_clock::now();
+  cache_.prefetch(cases, options_.runs, options_.fresh, 0,
+                  [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
+  parent_.references += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_refs).count();
+  Run(*this, sch, why, first_output).run();
 }
 
 }  // namespace nvfp4
