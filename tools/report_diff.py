@@ -8,9 +8,9 @@ verdict depends on: the outcome, the stage a failure happened in, and the metric
 call (max ulp, elements over tolerance, unwritten elements, the statistical gate's verdict and
 margins). Times are not compared. Prints one line per difference and a summary; exit status 0
 when every trial of BEFORE is in AFTER with the same verdict and metrics, 1 otherwise.
-A trial whose path chose another configuration in the two runs (autotune times its candidates, so
-its choice may change from run to run; the trial's `path` names the choice) is held to the same
-outcome and stage only: its metrics follow the configuration's rounding, and a difference there is
+A trial whose autotune chose another configuration in the two runs (autotune times its candidates,
+so its choice may change from run to run; the trial's `path` names it, "[autotune: ...]") is held
+to the same outcome and stage only: its metrics follow the configuration's rounding, and a difference there is
 listed as a note, not counted.
 Used to show that a refactoring of the harness left every trial's outcome alone (RESULTS-GPU.md).
 """
@@ -26,9 +26,13 @@ def key(t):
     return (t.get("backend"), t.get("combo"), t.get("case", {}).get("name"))
 
 
-def configuration(t):
-    """The trial's path description without the times in it (autotune's "20.1 us per call when timed")."""
-    return re.sub(r"[0-9.]+ (us|ms|s) per call when timed", "", t.get("path", ""))
+def autotune_choice(t):
+    """What autotune chose, as the trial's path names it ("[autotune: CONFIG (... when timed)]"),
+    without the time; None when the path names no choice."""
+    m = re.search(r"\[autotune: (.*?)\]", t.get("path", ""))
+    if not m:
+        return None
+    return re.sub(r"\(?[-+0-9.eE]+ (us|ms|s) per call when timed\)?", "", m.group(1)).strip()
 
 
 def summary(t):
@@ -60,7 +64,8 @@ def main(argv):
             diffs += 1
             continue
         sb, sa = summary(t), summary(a[k])
-        other_config = configuration(t) != configuration(a[k])
+        ca, cb = autotune_choice(t), autotune_choice(a[k])
+        other_config = ca is not None and cb is not None and ca != cb
         for f in sb:
             if sb[f] != sa[f]:
                 if other_config and f not in ("outcome", "stage"):

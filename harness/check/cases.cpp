@@ -252,6 +252,7 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
     int set;
     InputSet mode;
     std::shared_ptr<const CaseInfo> info;
+    bool elsewhere = false;  // another prefetch was computing it: taken from there
   };
   std::vector<CaseSpec> todo;
   std::vector<Task> tasks;
@@ -303,9 +304,22 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
       broken[i] = 1;  // get() builds it again and reports why
     }
   });
+  // Two prefetches at once (a bisect's background one and a step's) compute each (case, set) once:
+  // a task another one has started is taken from it when done; one it has not started yet is
+  // computed here.
+  auto key_of = [&](const Task& t) { return todo[t.c].name() + "|" + std::to_string(t.set) + "|" + input_set_name(t.mode); };
   run_pool(tasks.size(), [&](size_t i) {
     Task& t = tasks[i];
     if (broken[t.c]) return;
+    const std::string key = key_of(t);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (running_.count(key) || finished_.count(key) || find(todo[t.c], t.set, t.mode)) {
+        t.elsewhere = true;
+        return;
+      }
+      running_.insert(key);
+    }
     try {
       const Problem p = make_input_set(todo[t.c], *bases[t.c], t.set, t.mode);
       if (on_set && t.set > 0) on_set(todo[t.c], t.set, t.mode, p);
@@ -313,10 +327,24 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
     } catch (...) {
       // left to get()
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_.erase(key);
+      if (t.info) finished_[key] = t.info;
+    }
+    done_.notify_all();
   });
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& t : tasks)
+  std::unique_lock<std::mutex> lock(mu_);
+  for (auto& t : tasks) {
+    const std::string key = key_of(t);
+    if (t.elsewhere) {
+      done_.wait(lock, [&] { return !running_.count(key); });
+      auto it = finished_.find(key);
+      if (it != finished_.end()) t.info = it->second;  // else in the cache already, or left to get()
+    }
+    finished_.erase(key);
     if (t.info && !find(todo[t.c], t.set, t.mode)) insert(std::move(t.info));
+  }
 }
 
 }  // namespace nvfp4

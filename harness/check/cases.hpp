@@ -30,6 +30,9 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <condition_variable>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -154,6 +157,11 @@ class ReferenceCache {
   size_t max_bytes_, bytes_ = 0;
   int computed_ = 0;
   std::list<std::shared_ptr<const CaseInfo>> lru_;  // front: most recent
+  // prefetch: the (case, set) references a prefetch is computing, and those done and not yet
+  // inserted by every prefetch that wanted them (keyed by case name, set and mode).
+  std::set<std::string> running_;
+  std::map<std::string, std::shared_ptr<const CaseInfo>> finished_;
+  std::condition_variable done_;
   std::vector<std::shared_ptr<const CaseInfo>> seen_summary_;  // light copies: no arrays
   // The last case's set 0, so the sets of one trial build on one generation of the case.
   CaseSpec base_spec_;

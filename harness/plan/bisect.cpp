@@ -177,7 +177,16 @@ BisectVerdict bisect(Session& s, const std::string& backend, const Combo& combo,
   }
   // The confirmation (3.) runs on every case: their references load while the first steps run on
   // one case at a time.
-  s.prefetch_in_background(cases);
+  // (Sorted smallest first, as step 1 takes them.) Whichever way the bisect ends, the background
+  // work has ended before its report is written.
+  std::vector<CaseSpec> smallest_first = cases;
+  std::stable_sort(smallest_first.begin(), smallest_first.end(),
+                   [](const CaseSpec& a, const CaseSpec& b) { return case_size(a) < case_size(b); });
+  s.prefetch_in_background(smallest_first);
+  struct WaitForReferences {
+    Session& s;
+    ~WaitForReferences() { s.wait_references(); }
+  } wait_for_references{s};
   TrialTable t(s, backend, cases);
   std::vector<size_t> all(cases.size());
   std::iota(all.begin(), all.end(), size_t(0));

@@ -161,11 +161,16 @@ std::unique_ptr<Worker> Session::take_worker(int slot, const TrialSpec& spec, si
       }
     left = spares_.size();
   }
-  if (!w) {
-    w = std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot), spec.backend);
-    w->start();
+  // None ready: a worker that loads in its first trial, timed from its start as without spares.
+  if (!w) w = std::make_unique<Worker>(runner_.exe(), runner_.new_dir(), policy_.env(slot));
+  if (left < want) {
+    try {
+      start_spare(slot, spec.backend);  // loads while this one works
+    } catch (const std::exception&) {
+      // A spare is an optimization: without one (no process or descriptor to spare), the next
+      // fresh worker starts when needed.
+    }
   }
-  if (left < want) start_spare(slot, spec.backend);  // loads while this one works
   return w;
 }
 
@@ -196,6 +201,7 @@ struct Session::Run {
     size_t handed = 0;           // trials given to a slot
     size_t left = 0;             // trials not finished
     int workers = 0;             // slots bound to it (each with its worker, or about to start one)
+    std::vector<int> on_device;  // ... of them on each of the policy's GPUs (one entry without --gpus)
     State state = State::Waiting;
     size_t first_failure = SIZE_MAX;  // its failing trial first in the list (a BLOCKED one included)
     std::string reason, by;           // State::Blocked: why
@@ -227,6 +233,7 @@ struct Session::Run {
     for (size_t i = 0; i < specs.size(); ++i) groups[sch.group[i]].trials.push_back(i);
     for (size_t g = 0; g < groups.size(); ++g) {
       groups[g].left = groups[g].trials.size();
+      groups[g].on_device.assign(std::max<size_t>(1, s.policy_.gpus.size()), 0);
       for (size_t n : sch.needs[g]) dependents[n].push_back(g);
     }
     std::lock_guard<std::mutex> lock(mu);
@@ -265,16 +272,20 @@ struct Session::Run {
       for (size_t d : dependents[g]) settle(d);
   }
 
-  // Under `mu`: the group a slot bound to `bound` takes its next trial from (SIZE_MAX: none now).
-  // Staying costs nothing; another group's worker costs a process start (for the GPU backend the
-  // driver's initialization, which the driver serializes across the host, worth tens of trials),
-  // so a slot joins a group that has workers only while that leaves each at least kShareTrials.
-  size_t pick(size_t bound) const {
+  size_t device_of(int slot) const { return s.policy_.gpus.empty() ? 0 : size_t(slot) % s.policy_.gpus.size(); }
+
+  // Under `mu`: the group slot `slot`, bound to `bound`, takes its next trial from (SIZE_MAX: none
+  // now). Staying costs nothing; another group's worker costs a process start (for the GPU backend
+  // the driver's initialization, which the driver serializes across the host, worth tens of
+  // trials), so a slot joins a group that has workers on its device only while that leaves each
+  // at least kShareTrials. The bench starts no spares and shares freely: one slot per GPU.
+  size_t pick(int slot, size_t bound) const {
     auto open = [&](size_t g) { return groups[g].state == State::Runnable && groups[g].handed < groups[g].trials.size(); };
     auto worth = [&](size_t g) {
       const Group& gr = groups[g];
-      return gr.workers == 0 || !s.reuses_workers(specs[gr.trials.front()]) ||
-             gr.trials.size() - gr.handed >= kShareTrials * size_t(gr.workers + 1);
+      const int here = gr.on_device[device_of(slot)];
+      return here == 0 || !s.policy_.prestart || !s.reuses_workers(specs[gr.trials.front()]) ||
+             gr.trials.size() - gr.handed >= kShareTrials * size_t(here + 1);
     };
     if (bound != SIZE_MAX && open(bound)) return bound;
     size_t best = SIZE_MAX;
@@ -332,12 +343,16 @@ struct Session::Run {
         size_t g = SIZE_MAX, i = 0, want_spares = 0;
         {
           std::unique_lock<std::mutex> lock(mu);
-          changed.wait(lock, [&] { return stop || (g = pick(bound)) != SIZE_MAX || all_handed(); });
+          changed.wait(lock, [&] { return stop || (g = pick(slot, bound)) != SIZE_MAX || all_handed(); });
           if (stop || g == SIZE_MAX) return;
           i = groups[g].trials[groups[g].handed++];
           if (g != bound) {
-            if (bound != SIZE_MAX) --groups[bound].workers;
+            if (bound != SIZE_MAX) {
+              --groups[bound].workers;
+              --groups[bound].on_device[device_of(slot)];
+            }
             ++groups[g].workers;
+            ++groups[g].on_device[device_of(slot)];
           }
           want_spares = spares_wanted();
         }
@@ -442,7 +457,11 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
       for (const auto& w : spares_) ready += w->preload() == head.backend;
     }
     const size_t first = std::min<size_t>(size_t(std::max(1, policy_.jobs)), std::max<size_t>(1, sch.needs.size()));
-    for (size_t k = ready; k < first; ++k) start_spare(int(k), head.backend);
+    try {
+      for (size_t k = ready; k < first; ++k) start_spare(int(k), head.backend);
+    } catch (const std::exception&) {
+      // Spares are an optimization: the slots start workers when they need them.
+    }
   }
   // Every reference these trials need, once per (case, input set), on the host's cores; the input
   // sets generated for them go to the store, where the children read them.

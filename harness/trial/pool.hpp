@@ -9,14 +9,15 @@
 // its trials are BLOCKED. It starts as soon as those have finished, not when a whole level has.
 // The slots take trials one at a time. A slot stays with its group while it has trials to hand
 // out, then takes the runnable group with the fewest workers; it joins a group that already has
-// workers only while each would keep at least 16 trials to hand out, since a worker's start costs
-// tens of trials (for the GPU backend the driver's initialization and the device's context, which
-// the driver serializes across the whole host: more processes at once do not start faster).
+// workers on its GPU only while each would keep at least 16 trials to hand out, since a worker's
+// start costs tens of trials (for the GPU backend the driver's initialization and the device's
+// context, which the driver serializes across the whole host: more processes at once do not
+// start faster). The bench, one slot per GPU and no spares, shares a group freely.
 // Results are recorded and printed in the order of the schedule's list, whatever order they
 // finish in.
 // Spares: workers started ahead, each for a backend and a slot's environment, which have loaded
 // the backend (module, availability, Backend::prepare) by the time a slot needs a fresh worker (a
-// new group, or after a failure). A run starts one per group (at most one per slot) while the
+// new group, or after a failure); with none ready, the slot's worker loads in its first trial. A run starts one per group (at most one per slot) while the
 // parent gets the references, and replaces each one taken while groups no worker has started
 // remain; a bisect keeps one per slot ready for its next step (RunPolicy::kept_spares). The bench starts none
 // (RunPolicy::prestart): a worker initializing beside a timed trial would disturb its times.

@@ -15,9 +15,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cases.hpp"
+#include "reference_store.hpp"
 #include "faults.hpp"
 #include "lattice.hpp"
 #include "errors.hpp"
@@ -150,6 +152,13 @@ TEST_CASE("--gpus: each slot's child runs with its own CUDA_VISIBLE_DEVICES; cte
     seen.insert(x.str_or("device", ""));
   }
   CHECK(seen == std::set<std::string>{"3", "5"});
+  // One combination of four slow trials (2 s each) on two GPUs: a worker on each (a worker's start
+  // is cheap against trials on a GPU of its own).
+  std::set<std::string> both;
+  for (const auto& x : trials_of("--verify plain --backend cpu --shape 7x13x48,9x5x32 --dist normal,uniform --seed 7 "
+                                 "--gpus 3,5 --jobs 2 --inject slow@run"))
+    both.insert(x.str_or("device", ""));
+  CHECK(both == std::set<std::string>{"3", "5"});
   // --isolate trial passes it too.
   for (const auto& x : trials_of("--verify plain" + kThree + "--gpus 4 --isolate trial"))
     CHECK(x.str_or("device", "") == "4");
@@ -420,6 +429,10 @@ TEST_CASE("a schedule starts a group when the groups it needs finish, not when e
   // follows the thread that forked it): the next run's trials take them, whole.
   s.run_all({spec("plain"), spec("fused"), spec("plain"), spec("fused")});
   REQUIRE(s.results().size() == 7);
+  // Its first trial ran in a spare kept from the first run (its load done ahead).
+  REQUIRE(!s.results()[3].stages.empty());
+  CHECK(s.results()[3].stages.front().stage == "load");
+  CHECK(s.results()[3].stages.front().ahead);
   for (size_t i = 3; i < 7; ++i) {
     INFO(s.results()[i].message);
     CHECK(s.results()[i].outcome == Outcome::Pass);
@@ -490,4 +503,31 @@ TEST_CASE("references prefetched in the background are what the next run uses") 
   REQUIRE(s.results().size() == 2);
   for (const auto& r : s.results()) CHECK(r.outcome == Outcome::Pass);
   CHECK(s.cache().computed() == 2 * sets);  // none computed again
+}
+
+TEST_CASE("two prefetches at once compute each reference once (a bisect's background one and a step's)") {
+  std::vector<CaseSpec> cases;
+  for (const char* shape : {"7x13x48", "33x65x160", "128x96x256x2", "64x96x768"})
+    for (const char* dist : {"normal", "uniform"}) {
+      CaseSpec c;
+      c.shape = Shape::parse(shape);
+      c.dist = dist;
+      c.seed = 7;
+      cases.push_back(c);
+    }
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    std::string why;
+    auto store = ReferenceStore::open(harness_cli::temp_dir() + "/refs", &why);
+    REQUIRE(store);
+    ReferenceCache cache;
+    cache.set_store(store);
+    std::vector<CaseSpec> reversed(cases.rbegin(), cases.rend());
+    std::thread background([&] { cache.prefetch(cases, 2, InputSet::Activations, 2); });
+    cache.prefetch(reversed, 2, InputSet::Activations, 2);
+    background.join();
+    CHECK(store->stats().computed == int64_t(cases.size()) * 3);  // sets 0, 1 and the warm-up's
+    CHECK(store->stats().hits == 0);
+    CHECK(cache.computed() == int(cases.size()) * 3);
+  }
 }

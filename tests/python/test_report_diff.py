@@ -42,6 +42,14 @@ def test_another_configuration_changes_metrics_not_the_verdict(tmp_path):
     assert "2 metric notes" in out
 
 
+def test_another_description_is_not_another_configuration(tmp_path):
+    # A path whose wording changed (another harness) names no other autotune choice: metrics count.
+    rc, out = diff(tmp_path, trial(max_ulp=1), trial(max_ulp=2, path="reworded " + trial()["path"]))
+    assert rc == 1
+    rc, out = diff(tmp_path, trial(max_ulp=1, path="plain"), trial(max_ulp=2, path="plain, reworded"))
+    assert rc == 1
+
+
 def test_outcome_differences_always_count(tmp_path):
     other = "plain [autotune: algo id=66 splitK=1 (9.0 us per call when timed)]"
     rc, out = diff(tmp_path, trial(), trial(outcome="FAIL", path=other))
