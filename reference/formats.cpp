@@ -44,9 +44,12 @@ double fp16_to_double(uint16_t bits) {
   if (exp == 0x1F) {
     mag = man ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
   } else if (exp == 0) {
-    mag = std::ldexp(static_cast<double>(man), -24);
+    mag = static_cast<double>(man) * 0x1p-24;  // exact: a power of two times at most 10 bits
   } else {
-    mag = std::ldexp(static_cast<double>(1024 + man), exp - 25);
+    // (1024 + man) * 2^(exp - 25), from the bits: a normal double with fp16's 10 mantissa bits on
+    // top (the comparison converts several values per output element; no library call).
+    const uint64_t b = (uint64_t(exp - 15 + 1023) << 52) | (uint64_t(man) << 42);
+    std::memcpy(&mag, &b, sizeof mag);
   }
   return neg ? -mag : mag;
 }

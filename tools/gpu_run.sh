@@ -3,7 +3,8 @@
 # all`, `harness --bench`; logs and JSON under $OUT, a short summary table printed last.
 #
 #   tools/gpu_run.sh [PHASE...]     PHASE: tests sanitize verify verifytrial verifybase verifyjobs1 verifygpus bisect
-#                                   sanitizeharness submissions subbench bench benchbase emulate rehearse verifywarm
+#                                   sanitizeharness submissions subbench bench benchtest benchbase emulate rehearse
+#                                   verifywarm
 #                                   (default: tests sanitize verify bench; verifytrial is verify with
 #                                   --isolate trial; verifybase and benchbase run $dist/base/harness, a
 #                                   baseline with its own paths/, the same way: verifybase then compares
@@ -119,13 +120,16 @@ for phase in "${phases[@]}"; do
         --json "$out/verify-trial.json"
       ;;
     verifybase)
-      # The same verify with the baseline harness, then both reports compared trial by trial.
+      # The same verify with the baseline harness, twice (its references cold, then warm: the base
+      # may hash the reference's sources differently), then both reports compared trial by trial.
       if [ -x "$dist/base/harness" ]; then
         what=${NVFP4_VERIFY:-all}
-        step "base harness --backend gpu --verify $what" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify-base.log" \
-          "$dist/base/harness" --backend gpu --verify "$what" --json "$out/verify-base.json"
+        for run in cold warm; do
+          step "base harness --backend gpu --verify $what ($run)" "${NVFP4_VERIFY_LIMIT:-540}" "$out/verify-base.log" \
+            "$dist/base/harness" --backend gpu --verify "$what" --json "${TMPDIR:-/tmp}/verify-base-$run.json"
+        done
         step "report_diff base -> this" 60 "$out/verify-base.log" \
-          python3 tools/report_diff.py "$out/verify-base.json" "$out/verify.json"
+          python3 tools/report_diff.py "${TMPDIR:-/tmp}/verify-base-warm.json" "$out/verify.json"
       fi
       ;;
     verifyjobs1)
@@ -155,9 +159,15 @@ for phase in "${phases[@]}"; do
     bisect)
       # Bisect of a planted GPU bug (the test's planted-paths modules) on the default GPU suite.
       if [ -d "$dist/planted-paths" ]; then
+        # (exit 1: the bisect names a culprit; its JSON has each trial's start, wall and judging time)
         step "bisect autotune+bug-edge-tiles-unwritten+graph" 300 "$out/bisect.log" \
           env NVFP4_PATHS_DIR="$here/$dist/planted-paths" "$dist/harness" bisect autotune+bug-edge-tiles-unwritten+graph \
-          --backend gpu
+          --backend gpu --json "$out/bisect.json"
+        if [ -x "$dist/base/harness" ]; then
+          step "base bisect autotune+bug-edge-tiles-unwritten+graph" 300 "$out/bisect.log" \
+            env NVFP4_PATHS_DIR="$here/$dist/planted-paths" "$dist/base/harness" bisect \
+            autotune+bug-edge-tiles-unwritten+graph --backend gpu
+        fi
       fi
       ;;
     sanitizeharness)
@@ -203,6 +213,14 @@ for phase in "${phases[@]}"; do
       fi
       step "harness --bench $combos" 300 "$out/bench.log" \
         "$dist/harness" --bench "$combos" --bench-json "$out/bench.json"
+      ;;
+    benchtest)
+      # The fused path on GPU MODE's nine distinct test shapes (task.yml's tests, M x N x K), with
+      # the cuBLASLt yardstick of each shape.
+      shapes=1536x512x7168,256x512x256,3072x1024x1536,7168x1024x256,7168x2304x2048,4608x384x7168,7168x384x2304,512x768x7168,4096x768x512
+      step "harness --bench on the test shapes" 400 "$out/bench-test.log" \
+        "$dist/harness" --bench "${NVFP4_BENCH:-fused+graph,autotune+fused+graph}" --shape "$shapes" \
+        --dist gpumode --seed 1111 --bench-json "$out/bench-test.json"
       ;;
     benchbase)
       # The same bench with a baseline harness carried as $dist/harness-base (e.g. the commit before
@@ -289,7 +307,7 @@ done
       tail -n 25 "$out/$v.log"
     fi
   done
-  for b in bench bench-base; do
+  for b in bench bench-test bench-base; do
     if [ -f "$out/$b.log" ]; then
       echo
       echo "--- $b summary"

@@ -52,27 +52,36 @@ double fp16_ulp_at(double x) {
 Tolerance::Tolerance(int64_t k, float a1, float a2) : K(k), alpha1(a1), alpha2(a2) {
   const double ku = double(K) * kUnit;
   gamma = ku < 1 ? ku / (1 - ku) : std::numeric_limits<double>::infinity();
+  root = std::sqrt(double(K)) * kUnit;
 }
 
-// The exact value the output is judged against: the one SiLU·mul (reference/silu.hpp) in double.
-double Tolerance::exact_output(double g, double u) const { return silu_mul(g, u, alpha1, alpha2); }
+// The exact value the output is judged against is the one SiLU·mul (reference/silu.hpp) in double:
+// silu_mul(g, u, alpha1, alpha2) = silu(alpha1*g) * (alpha2*u), silu(x) = x / (1 + exp(-x)), the
+// same operations in the same order as here (test_compare checks the two agree bit for bit).
+Tolerance::SiluAt Tolerance::silu_at(double g) const {
+  SiluAt p;
+  p.x = alpha1 * g;
+  p.e = silu_exp(-p.x);
+  p.s = IeeeDivide::quotient(p.x, 1.0 + p.e);
+  return p;
+}
 
-double Tolerance::epilogue_bound(double g, double u, double s_g, double s_u) const {
+double Tolerance::epilogue_bound(const SiluAt& p, double g, double u, double s_g, double s_u) const {
   const double a1 = std::fabs(alpha1), a2 = std::fabs(alpha2);
   const double dg = a1 * gamma * s_g + 0x1p-24 * a1 * (std::fabs(g) + gamma * s_g);
   const double du = a2 * gamma * s_u + 0x1p-24 * a2 * (std::fabs(u) + gamma * s_u);
   const double y = std::fabs(alpha2 * u);
-  const double sx = std::fabs(silu(alpha1 * g));
+  const double sx = std::fabs(p.s);
   const double prop = kSiluSlope * dg * (y + du) + sx * du;
   return prop + kEpilogueRel * (sx * y + prop);
 }
 
-Tolerance::Verdict Tolerance::judge(uint16_t got, double g, double u, double s_g,
+Tolerance::Verdict Tolerance::judge(uint16_t got, const SiluAt& p, double g, double u, double s_g,
                                     double s_u) const {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const double c = exact_output(g, u);
+  const double c = exact_output(p, u);
   if (std::isnan(c)) return {fp16_is_nan(got), c, fp16_is_nan(got) ? 0.0 : kInf, 0.0};
-  const double e = epilogue_bound(g, u, s_g, s_u);
+  const double e = epilogue_bound(p, g, u, s_g, s_u);
   if (fp16_is_nan(got)) return {false, c, kInf, e};
   if (fp16_is_inf(got)) {
     // fp16 rounding turns a value into +-inf from |v| >= 65520 on.
@@ -132,14 +141,14 @@ int64_t Statistic::limit(int64_t n, double p) {
   return crit;
 }
 
-Statistic::Scale Statistic::scale(const Tolerance& t, double g, double u, double s_g, double s_u) {
+Statistic::Scale Statistic::scale(const Tolerance& t, const Tolerance::SiluAt& p, double u, double s_g,
+                                  double s_u) {
   const double a1 = std::fabs(t.alpha1), a2 = std::fabs(t.alpha2);
-  const double root = std::sqrt(double(t.K)) * Tolerance::kUnit;
-  const double sig_g = a1 * root * s_g, sig_u = a2 * root * s_u;
-  const double x = t.alpha1 * g, y = std::fabs(t.alpha2 * u);
+  const double sig_g = a1 * t.root * s_g, sig_u = a2 * t.root * s_u;
+  const double x = p.x, y = std::fabs(t.alpha2 * u);
   const double reach = kLambda * sig_g + 0x1p-23 * std::fabs(x);
   const double slope = max_silu_slope(x - reach, x + reach);
-  const double sx = std::fabs(silu(x));
+  const double sx = std::fabs(p.s);
   Scale sc;
   sc.tau = slope * sig_g * (y + kLambda * sig_u) + sx * sig_u;
   sc.e_ep = Tolerance::kEpilogueRel * sx * y + 0x1p-24 * (slope * std::fabs(x) * y + sx * y);
@@ -194,17 +203,17 @@ bool Certificate::exact_in_fp32(double s_abs, double exact, int64_t q) {
   return reach <= pow2(int(std::min<int64_t>(q - 20 + 24, 4000)));
 }
 
-double Certificate::epilogue_allowance(const Tolerance& t, double g, double u) {
+double Certificate::epilogue_allowance(const Tolerance& t, const Tolerance::SiluAt& p, double u) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const double x = t.alpha1 * g, y = t.alpha2 * u;  // exact: 24 by at most 24 significant bits
+  const double x = p.x, y = t.alpha2 * u;  // exact: 24 by at most 24 significant bits
   auto in_range = [](double v) {
     v = std::fabs(v);
     return v == 0 || (v >= 0x1p-100 && v <= 0x1p100);
   };
   if (!(x >= -64) || !in_range(x) || !in_range(y)) return kInf;  // NaN fails the first test
-  const double s = 1.0 / (1.0 + std::exp(-x));
+  const double s = 1.0 / (1.0 + p.e);
   const double rel = 0x1p-24 * (std::fabs(1 + x * (1 - s)) + (1 - s) * (8 + 3 * std::fabs(x)) + 12);
-  const double c = std::fabs(t.exact_output(g, u));
+  const double c = std::fabs(t.exact_output(p, u));
   const double e = 2 * rel * c;
   return c + e < 65504.0 ? e : kInf;
 }

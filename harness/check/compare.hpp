@@ -135,13 +135,29 @@ struct Tolerance {
   int64_t K;
   double alpha1, alpha2;
   double gamma;  // K*u / (1 - K*u)
+  double root;   // sqrt(K)*u: the statistic's sigma per unit of abs sum (Statistic::scale)
 
   // Bound on |G^ - G| for an fp32-accumulated GEMM of K terms with sum of |terms| `s_abs`.
   double gemm_bound(double s_abs) const { return gamma * s_abs; }
+
+  // silu at x = alpha1*g, in double as reference/silu.hpp computes it: every criterion of one
+  // element reads the same x, exp(-x) and silu(x), so a scan computes them once per element
+  // (silu_at) and passes them on; the overloads without it compute their own.
+  struct SiluAt {
+    double x;  // alpha1*g
+    double e;  // exp(-x)
+    double s;  // silu(x) = x / (1 + e)
+  };
+  SiluAt silu_at(double g) const;
+
   // The exact output before rounding: silu(a1*g) * (a2*g), in double (NaN if g or u is NaN).
-  double exact_output(double g, double u) const;
+  double exact_output(double g, double u) const { return exact_output(silu_at(g), u); }
+  double exact_output(const SiluAt& p, double u) const { return p.s * (alpha2 * u); }
   // e: the bound on |c_computed - c_exact| before the final fp16 rounding.
-  double epilogue_bound(double g, double u, double s_g, double s_u) const;
+  double epilogue_bound(double g, double u, double s_g, double s_u) const {
+    return epilogue_bound(silu_at(g), g, u, s_g, s_u);
+  }
+  double epilogue_bound(const SiluAt& p, double g, double u, double s_g, double s_u) const;
 
   struct Verdict {
     bool ok;
@@ -150,7 +166,10 @@ struct Tolerance {
     double bound;  // e + ulp16(|c| + e), the accepted error
   };
   // Judges one computed element against exact G, U and their abs sums.
-  Verdict judge(uint16_t got, double g, double u, double s_g, double s_u) const;
+  Verdict judge(uint16_t got, double g, double u, double s_g, double s_u) const {
+    return judge(got, silu_at(g), g, u, s_g, s_u);
+  }
+  Verdict judge(uint16_t got, const SiluAt& p, double g, double u, double s_g, double s_u) const;
 };
 
 // The statistical criterion's parameters and its limit on unexplained elements.
@@ -167,7 +186,10 @@ struct Statistic {
     double e_ep = 0;  // deterministic part (the epilogue's fp32 roundings)
     double half_ulp = 0;
   };
-  static Scale scale(const Tolerance& t, double g, double u, double s_g, double s_u);
+  static Scale scale(const Tolerance& t, double g, double u, double s_g, double s_u) {
+    return scale(t, t.silu_at(g), u, s_g, s_u);
+  }
+  static Scale scale(const Tolerance& t, const Tolerance::SiluAt& p, double u, double s_g, double s_u);
 };
 
 // The mean-square criterion's limit (header, fourth criterion).
@@ -190,7 +212,10 @@ struct Certificate {
   // at most s_abs, is exact in fp32.
   static bool exact_in_fp32(double s_abs, double exact, int64_t q);
   // e_c for exact G, U (+inf where the certificate does not apply: see the header).
-  static double epilogue_allowance(const Tolerance& t, double g, double u);
+  static double epilogue_allowance(const Tolerance& t, double g, double u) {
+    return epilogue_allowance(t, t.silu_at(g), u);
+  }
+  static double epilogue_allowance(const Tolerance& t, const Tolerance::SiluAt& p, double u);
 };
 
 // One element named by its indices.

@@ -93,24 +93,25 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
     e.u_off = off(e.u, (*u_hat)[size_t(i)], e.s_u);
     e.gemm_error = e.g_off || e.u_off;
   }
+  const Tolerance::SiluAt at = tol.silu_at(e.g);  // shared by every criterion below
   if (e.got == kPoisonBits) {
     e.poisoned = true;
-    e.er.exact = tol.exact_output(e.g, e.u);
+    e.er.exact = tol.exact_output(at, e.u);
     e.er.err = kInf;
     return e;
   }
   e.got_nan = fp16_is_nan(e.got);
   e.ref_nan = fp16_is_nan(e.ref);
-  e.v = tol.judge(e.got, e.g, e.u, e.s_g, e.s_u);
+  e.v = tol.judge(e.got, at, e.g, e.u, e.s_g, e.s_u);
   e.er.exact = e.v.exact;
   e.er.err = e.v.err;
   e.er.bound = e.v.bound;
   e.x = fp16_to_double(e.got);
   e.stat = std::isfinite(e.x) && std::isfinite(e.v.exact) && !fp16_is_inf(e.ref) && !e.ref_nan;
   if (e.stat) {
-    e.sc = Statistic::scale(tol, e.g, e.u, e.s_g, e.s_u);
+    e.sc = Statistic::scale(tol, at, e.u, e.s_g, e.s_u);
     e.beyond = std::fabs(e.x - e.v.exact) - e.sc.half_ulp - e.sc.e_ep;
-    e.e_ep_wide = Certificate::epilogue_allowance(tol, e.g, e.u);
+    e.e_ep_wide = Certificate::epilogue_allowance(tol, at, e.u);
   }
   if (scan.cert_alphas && !ref.q_a.empty()) {
     const int64_t row = e.er.l * s.M + e.er.m, col = e.er.l * s.N + e.er.n;
@@ -125,7 +126,7 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
     };
     if (exact(e.s_g, e.g, qa + ref.q_b1[size_t(col)], ref.qb_b1) &&
         exact(e.s_u, e.u, qa + ref.q_b2[size_t(col)], ref.qb_b2)) {
-      e.e_cert = e.stat ? e.e_ep_wide : Certificate::epilogue_allowance(tol, e.g, e.u);
+      e.e_cert = e.stat ? e.e_ep_wide : Certificate::epilogue_allowance(tol, at, e.u);
       e.certified = std::isfinite(e.e_cert) && !e.got_nan;
     }
   }

@@ -440,6 +440,7 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
                      "backend --gpus LIST: one slot per GPU)");
   policy.jobs = own_devices ? int(policy.gpus.size()) : 1;
   policy.prestart = false;  // a spare initializing beside a timed trial would disturb its times
+  policy.overlap = false;   // so would a comparison on the host
   session.set_policy(policy);
   session.expect(backends.size() * combos.size() * cases.size());
   std::cout << "bench: " << combos.size() << " combination(s) x " << cases.size() << " shape(s) on";

@@ -435,6 +435,7 @@ Json report_json(const Session& s, const std::string& mode, const std::string& c
     t["wall_s"] = r.wall;
     if (r.wall > 0) t["overhead_s"] = r.overhead();
     if (r.started >= 0) t["started_s"] = r.started;
+    if (r.judged >= 0) t["judged_s"] = r.judged;
     if (r.child_pid > 0) t["child_pid"] = r.child_pid;
     if (!r.device.empty()) t["device"] = r.device;
     t["path"] = r.describe;

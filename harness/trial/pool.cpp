@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -310,32 +312,71 @@ struct Session::Run {
     return std::max(unstarted, std::min<size_t>(size_t(n_slots), s.policy_.kept_spares));
   }
 
-  // Runs trial `i` of group `g` in slot `slot`'s worker (or a process of its own) and judges it.
-  Slot run_trial(int slot, size_t i, std::unique_ptr<Worker>& worker, size_t want_spares) {
+  // Runs trial `i` in slot `slot`'s worker (or a process of its own): the child's report.
+  ChildReport run_child(int slot, size_t i, std::unique_ptr<Worker>& worker, size_t want_spares) {
     const TrialSpec& spec = specs[i];
-    const double started = s.elapsed();
-    ChildReport child;
-    if (!s.reuses_workers(spec)) {  // --isolate trial, or a submission (its child is its Python driver)
-      child = s.runner_.run_child(spec, false, s.policy_.env(slot));
-    } else {
-      if (!worker) worker = s.take_worker(slot, spec, want_spares);
-      const std::string dir = s.runner_.new_dir();
-      child = worker->run(spec, dir);
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
+    if (!s.reuses_workers(spec))  // --isolate trial, or a submission (its child is its Python driver)
+      return s.runner_.run_child(spec, false, s.policy_.env(slot));
+    if (!worker) worker = s.take_worker(slot, spec, want_spares);
+    const std::string dir = s.runner_.new_dir();
+    ChildReport child = worker->run(spec, dir);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return child;
+  }
+
+  // Judges trial `i` from its child's report (the comparisons against the references).
+  Slot judge(size_t i, ChildReport&& child, double started) {
     Slot out;
     if (first_output && !child.outputs.empty()) out.output = child.outputs.front();
     const auto t_eval = std::chrono::steady_clock::now();
-    out.result = evaluate_trial(spec, std::move(child), s.cache_);
+    out.result = evaluate_trial(specs[i], std::move(child), s.cache_);
     out.result->started = started;
     const double evaluated = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
+    out.result->judged = evaluated;
     std::lock_guard<std::mutex> lock(mu);
     s.parent_.evaluation += evaluated;
     return out;
   }
 
+  // Under `mu`: records trial `i` of group `g`.
+  void record(size_t g, size_t i, Slot&& out) {
+    const bool failed = is_failure(out.result->outcome);
+    slots[i] = std::move(out);
+    Group& gr = groups[g];
+    if (failed && (gr.first_failure == SIZE_MAX || i < gr.first_failure)) gr.first_failure = i;
+    if (--gr.left == 0) {
+      gr.state = State::Finished;
+      for (size_t d : dependents[g]) settle(d);
+    }
+    changed.notify_all();
+  }
+
+  // A trial judged on another thread while its worker runs the slot's next trial (RunPolicy::
+  // overlap): the comparison of a large output takes as long as the child's run.
+  struct Judging {
+    size_t g = SIZE_MAX, i = 0;
+    std::future<Slot> slot;
+    bool pending() const { return g != SIZE_MAX; }
+  };
+
+  // Waits for `j`'s verdict, records it and tells whether it failed.
+  bool finish(Judging& j) {
+    if (!j.pending()) return false;
+    Slot out = j.slot.get();
+    const bool failed = is_failure(out.result->outcome);
+    std::lock_guard<std::mutex> lock(mu);
+    record(j.g, j.i, std::move(out));
+    j.g = SIZE_MAX;
+    return failed;
+  }
+
+  // Fail-stop: no trial's result comes from a process that ran a failing trial before it (a FAIL
+  // included). A slot hands its worker the next trial while the previous one is still being
+  // judged; when that one turns out to fail, the next one's report is dropped and the trial runs
+  // again in a fresh worker.
   void slot_body(int slot) {
+    Judging judging;
     try {
       std::unique_ptr<Worker> worker;
       size_t bound = SIZE_MAX;
@@ -343,8 +384,22 @@ struct Session::Run {
         size_t g = SIZE_MAX, i = 0, want_spares = 0;
         {
           std::unique_lock<std::mutex> lock(mu);
-          changed.wait(lock, [&] { return stop || (g = pick(slot, bound)) != SIZE_MAX || all_handed(); });
-          if (stop || g == SIZE_MAX) return;
+          // A slot with a trial in judgement goes on only with the same group: the verdict may
+          // unblock or block others, and a new group takes another worker anyway.
+          auto next = [&] {
+            const size_t p = pick(slot, bound);
+            return judging.pending() && p != bound ? SIZE_MAX : p;
+          };
+          changed.wait(lock, [&] {
+            return stop || judging.pending() || (g = next()) != SIZE_MAX || all_handed();
+          });
+          if (!stop) g = next();
+          if (stop || g == SIZE_MAX) {
+            if (stop || !judging.pending()) break;
+            lock.unlock();
+            if (finish(judging)) worker.reset();
+            continue;
+          }
           i = groups[g].trials[groups[g].handed++];
           if (g != bound) {
             if (bound != SIZE_MAX) {
@@ -358,19 +413,32 @@ struct Session::Run {
         }
         if (g != bound) worker.reset();  // another combination: another process
         bound = g;
-        Slot out = run_trial(slot, i, worker, want_spares);
-        // Fail-stop: no trial runs after a failure in the same process (a FAIL included).
-        const bool failed = is_failure(out.result->outcome);
-        if (failed) worker.reset();
-        std::lock_guard<std::mutex> lock(mu);
-        slots[i] = std::move(out);
-        Group& gr = groups[g];
-        if (failed && (gr.first_failure == SIZE_MAX || i < gr.first_failure)) gr.first_failure = i;
-        if (--gr.left == 0) {
-          gr.state = State::Finished;
-          for (size_t d : dependents[g]) settle(d);
+        double started = s.elapsed();
+        ChildReport child = run_child(slot, i, worker, want_spares);
+        if (finish(judging) && s.reuses_workers(specs[i])) {
+          // The worker ran a failing trial before this one: this report does not count.
+          worker.reset();
+          started = s.elapsed();
+          child = run_child(slot, i, worker, want_spares);
         }
-        changed.notify_all();
+        if (child.outcome != Outcome::Pass) worker.reset();  // ended badly: known without judging
+        if (!s.policy_.overlap) {
+          Slot out = judge(i, std::move(child), started);
+          if (is_failure(out.result->outcome)) worker.reset();
+          std::lock_guard<std::mutex> lock(mu);
+          record(g, i, std::move(out));
+          continue;
+        }
+        judging.g = g;
+        judging.i = i;
+        auto work = [this, i, started, c = std::make_shared<ChildReport>(std::move(child))]() mutable {
+          return judge(i, std::move(*c), started);
+        };
+        try {
+          judging.slot = std::async(std::launch::async, std::move(work));
+        } catch (const std::system_error&) {
+          judging.slot = std::async(std::launch::deferred, std::move(work));
+        }
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu);
@@ -378,6 +446,7 @@ struct Session::Run {
       stop = true;
       changed.notify_all();
     }
+    if (judging.pending() && judging.slot.valid()) judging.slot.wait();  // its thread reads this Run
   }
 
   // Records and prints the results in the order of `specs`, as each one's turn comes; a run of

@@ -13,6 +13,11 @@
 // start costs tens of trials (for the GPU backend the driver's initialization and the device's
 // context, which the driver serializes across the whole host: more processes at once do not
 // start faster). The bench, one slot per GPU and no spares, shares a group freely.
+// A slot judges a trial (the comparisons against the references, host work as long as the child's
+// run for a large output) on another thread while its worker runs the group's next trial; when the
+// judged one fails, the next one's report is dropped and it runs again in a fresh worker, so no
+// result comes from a process that ran a failing trial before it. The bench judges before it goes
+// on (RunPolicy::overlap): host work beside a timed trial would disturb its times.
 // Results are recorded and printed in the order of the schedule's list, whatever order they
 // finish in.
 // Spares: workers started ahead, each for a backend and a slot's environment, which have loaded
@@ -47,6 +52,7 @@ struct RunPolicy {
   int jobs = 1;
   bool prestart = true;  // spares started ahead (see above); off for the bench
   size_t kept_spares = 0;  // spares kept ready for the session's next run (bisect: one per slot)
+  bool overlap = true;  // a trial judged while its worker runs the next one (see above); off for the bench
   std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES of the slots, round-robin; empty: unchanged
   // The environment overrides of slot `slot` (CUDA_VISIBLE_DEVICES when gpus are given).
   EnvOverrides env(int slot) const;

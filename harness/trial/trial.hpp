@@ -162,6 +162,7 @@ struct TrialResult {
   std::string child_log;      // tail of the child's stderr (ERROR / CRASH)
   double wall = 0;            // whole trial, seconds
   double started = -1;        // when it was handed to its child or worker, seconds after the session began (-1: not run)
+  double judged = -1;         // seconds the parent spent judging it (its comparisons; -1: not run)
   int child_pid = 0;          // the process that ran it (a worker runs several); 0: none
   std::string device;         // CUDA_VISIBLE_DEVICES as the child saw it (empty: unset)
 

@@ -16,6 +16,7 @@
 #include "distributions.hpp"
 #include "formats.hpp"
 #include "reference.hpp"
+#include "silu.hpp"
 
 using namespace nvfp4;
 
@@ -110,6 +111,25 @@ TEST_CASE("fp16_ulp_at of any double is 2^(e-11) with frexp's e (its bit-level f
   }
   for (double x : {0x1p-14, 0x1.fffffffffffffp-15, 32767.99, 32768.0, 1.0, 0.0, -0.0})
     CHECK(fp16_ulp_at(x) == (x >= 0x1p-14 && x < 32768 ? std::ldexp(1.0, std::ilogb(x) - 10) : x >= 32768 ? 32.0 : 0x1p-24));
+}
+
+TEST_CASE("one exp per element: silu_at gives reference/silu.hpp's silu_mul bit for bit") {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> n(0, 40);
+  auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); };
+  for (const auto& alphas : {std::pair<float, float>{1.f, 1.f}, {-1.5f, 0.3f}, {0.00033333333f, 6000.f}}) {
+    const Tolerance t(7168, alphas.first, alphas.second);
+    std::vector<double> gs = {0.0, -0.0, 1e-300, -88.8, -745.2, 710.0, 1e308, INFINITY, -INFINITY, NAN};
+    for (int i = 0; i < 20000; ++i) gs.push_back(n(rng));
+    for (double g : gs)
+      for (double u : {-3.25, 0.0, 17.0, 1e5, double(NAN)}) {
+        const Tolerance::SiluAt at = t.silu_at(g);
+        INFO("g = " << g << ", u = " << u);
+        CHECK(same(at.x, t.alpha1 * g));
+        CHECK(same(at.e, std::exp(-(t.alpha1 * g))));
+        CHECK(same(t.exact_output(at, u), silu_mul(g, u, t.alpha1, t.alpha2)));
+      }
+  }
 }
 
 TEST_CASE("ULP histogram buckets") {

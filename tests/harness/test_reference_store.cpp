@@ -114,7 +114,7 @@ std::map<std::string, std::string> stable_trials(const std::string& json_path) {
     std::string text;
     for (const auto& [k, v] : t.members()) {
       if (k == "wall_s" || k == "overhead_s" || k == "child_pid" || k == "index" || k == "stage_elapsed_s" ||
-          k == "reproducer" || k == "started_s")
+          k == "reproducer" || k == "started_s" || k == "judged_s")
         continue;
       if (k == "stages") {
         // Stage load is the first trial's of a worker: which trials those are depends on the slots.

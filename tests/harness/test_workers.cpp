@@ -531,3 +531,62 @@ TEST_CASE("two prefetches at once compute each reference once (a bisect's backgr
     CHECK(cache.computed() == int(cases.size()) * 3);
   }
 }
+
+TEST_CASE("a trial is judged while its worker runs the next one; a failing one's successor runs again in a fresh worker") {
+  TrialOptions o;
+  Session s(o, "harness", nullptr, harness_cli::harness_bin());
+  RunPolicy p;
+  p.jobs = 1;
+  s.set_policy(p);
+  // Two trials of one combination whose outputs take the parent a while to compare (2M elements
+  // per call, three calls), while the cpu path computes them quickly (K = 16).
+  auto big = [&](int seed) {
+    TrialSpec t = trial_of(s, "plain");
+    t.c.shape = Shape::parse("1024x2048x16");
+    t.c.seed = seed;
+    return t;
+  };
+  s.run_all({big(1), big(2)});
+  const auto& r = s.results();
+  REQUIRE(r.size() == 2);
+  for (const auto& t : r) {
+    INFO(t.message);
+    CHECK(t.outcome == Outcome::Pass);
+  }
+  REQUIRE(r[0].judged > 0.1);
+  CHECK(r[0].child_pid == r[1].child_pid);
+  // The second trial was handed to the worker before the first one's judgement ended.
+  CHECK(r[1].started < r[0].started + r[0].wall + r[0].judged / 2);
+
+  // The bench's policy judges first: the second trial starts after the first one is judged.
+  Session b(o, "harness", nullptr, harness_cli::harness_bin());
+  p.overlap = false;
+  b.set_policy(p);
+  b.run_all({big(1), big(2)});
+  REQUIRE(b.results().size() == 2);
+  CHECK(b.results()[1].started >= b.results()[0].started + b.results()[0].wall + b.results()[0].judged);
+
+  // A FAIL found while the next trial ran in the same worker: that report is dropped and the trial
+  // runs again in a fresh worker (fail-stop), with the verdicts of one process per trial.
+  for (const bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    TrialOptions bad;
+    bad.faults = {Fault::parse("corrupt@run:case=1024x2048x16")};
+    Session f(bad, "harness", nullptr, harness_cli::harness_bin());
+    p.overlap = overlap;
+    f.set_policy(p);
+    TrialSpec small = trial_of(f, "plain");
+    TrialSpec large = small;
+    large.c.shape = Shape::parse("1024x2048x16");
+    f.run_all({small, large, small, small});
+    const auto& x = f.results();
+    REQUIRE(x.size() == 4);
+    CHECK(x[0].outcome == Outcome::Pass);
+    CHECK(x[1].outcome == Outcome::Fail);
+    CHECK(x[2].outcome == Outcome::Pass);
+    CHECK(x[3].outcome == Outcome::Pass);
+    CHECK(x[1].child_pid == x[0].child_pid);
+    CHECK(x[2].child_pid != x[1].child_pid);
+    CHECK(x[3].child_pid == x[2].child_pid);
+  }
+}
