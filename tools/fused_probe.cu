@@ -16,6 +16,7 @@
 //                         probe policy below: min / median / max over CTAs, µs from the first
 //                         CTA's end of setup), after a memset of 256 MB, a read of 256 MB, or
 //                         nothing
+//   fused_probe timeline-sk  the same for stream-K wherever it is offered (after a memset only)
 //   fused_probe silu      the v5 epilogue's silu·mul (RcpDivide) against the IEEE division on
 //                         80 001 points of [-100, 100] and the special values
 //
@@ -354,8 +355,19 @@ void mode_time(Problem& p, bool wg3_only) {
   std::printf("\n");
 }
 
-void mode_timeline(Problem& p) {
+// `stream_k`: stream-K's timeline wherever it is offered (after a memset only), whatever the default.
+void mode_timeline(Problem& p, bool stream_k) {
   float* st = p.a.partials;
+  if (stream_k) {
+    if (!stream_offered(p)) return;
+    g_flush = Flush::Memset;
+    const StreamShape s = stream_shape(p);
+    run_stream<Recording>(p, 1, p.a.partials + s.stamp_offset);
+    char name[96];
+    std::snprintf(name, sizeof name, "%dx%dx%d stream-K, flush memset", p.M, p.N, p.K);
+    print_stamps(p.a.partials + s.stamp_offset, s.grid, name);
+    return;
+  }
   for (Flush f : {Flush::Memset, Flush::Read, Flush::None}) {
     g_flush = f;
     const char* fl = f == Flush::Memset ? "memset" : f == Flush::Read ? "read" : "none";
@@ -429,8 +441,8 @@ int mode_silu() {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "time";
   if (mode == "silu") return mode_silu();
-  if (mode != "time" && mode != "time3" && mode != "timeline") {
-    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|silu]\n");
+  if (mode != "time" && mode != "time3" && mode != "timeline" && mode != "timeline-sk") {
+    std::fprintf(stderr, "usage: fused_probe [time|time3|timeline|timeline-sk|silu]\n");
     return 2;
   }
   int dev = 0, major = 0;
@@ -479,7 +491,7 @@ int main(int argc, char** argv) {
     p.maps256 = v5::make_maps(a, b1, b2, s1, s2, 256, 64);
     p.maps128x3 = v5::make_maps(a, b1, b2, s1, s2, 128, 96);
     if (mode == "time" || mode == "time3") mode_time(p, mode == "time3");
-    if (mode == "timeline") mode_timeline(p);
+    if (mode == "timeline" || mode == "timeline-sk") mode_timeline(p, mode == "timeline-sk");
     for (const void* q : {static_cast<const void*>(a.a), static_cast<const void*>(a.sfa),
                           static_cast<const void*>(b1), static_cast<const void*>(b2),
                           static_cast<const void*>(s1), static_cast<const void*>(s2),
