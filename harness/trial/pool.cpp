@@ -360,11 +360,12 @@ struct Session::Run {
     bool pending() const { return g != SIZE_MAX; }
   };
 
-  // Waits for `j`'s verdict, records it and tells whether it failed.
-  bool finish(Judging& j) {
-    if (!j.pending()) return false;
+  // Waits for `j`'s verdict and records it. Returns the process id of its child when it failed
+  // (that process may have run the slot's next trial since), else 0.
+  int finish(Judging& j) {
+    if (!j.pending()) return 0;
     Slot out = j.slot.get();
-    const bool failed = is_failure(out.result->outcome);
+    const int failed = is_failure(out.result->outcome) ? std::max(1, out.result->child_pid) : 0;
     std::lock_guard<std::mutex> lock(mu);
     record(j.g, j.i, std::move(out));
     j.g = SIZE_MAX;
@@ -374,7 +375,10 @@ struct Session::Run {
   // Fail-stop: no trial's result comes from a process that ran a failing trial before it (a FAIL
   // included). A slot hands its worker the next trial while the previous one is still being
   // judged; when that one turns out to fail, the next one's report is dropped and the trial runs
-  // again in a fresh worker.
+  // again in a fresh worker. Only a report whose child ended cleanly (PASS so far) is judged on
+  // the side: any other (SKIP, or a child that failed: its worker is gone) is judged at once, which
+  // for those takes no time, so a worker is neither dropped after a SKIP nor a trial run twice
+  // after a crash.
   void slot_body(int slot) {
     Judging judging;
     try {
@@ -415,14 +419,13 @@ struct Session::Run {
         bound = g;
         double started = s.elapsed();
         ChildReport child = run_child(slot, i, worker, want_spares);
-        if (finish(judging) && s.reuses_workers(specs[i])) {
-          // The worker ran a failing trial before this one: this report does not count.
+        if (const int failed = finish(judging); failed && child.pid == failed) {
+          // This report came from the process that ran the failing trial: it does not count.
           worker.reset();
           started = s.elapsed();
           child = run_child(slot, i, worker, want_spares);
         }
-        if (child.outcome != Outcome::Pass) worker.reset();  // ended badly: known without judging
-        if (!s.policy_.overlap) {
+        if (!s.policy_.overlap || child.outcome != Outcome::Pass) {
           Slot out = judge(i, std::move(child), started);
           if (is_failure(out.result->outcome)) worker.reset();
           std::lock_guard<std::mutex> lock(mu);
@@ -431,13 +434,15 @@ struct Session::Run {
         }
         judging.g = g;
         judging.i = i;
-        auto work = [this, i, started, c = std::make_shared<ChildReport>(std::move(child))]() mutable {
+        auto work = [this, i, started, c = std::make_shared<ChildReport>(std::move(child))] {
           return judge(i, std::move(*c), started);
         };
         try {
-          judging.slot = std::async(std::launch::async, std::move(work));
+          // A copy: std::async takes its function before it starts the thread, so a moved one
+          // would be gone for the fallback below.
+          judging.slot = std::async(std::launch::async, work);
         } catch (const std::system_error&) {
-          judging.slot = std::async(std::launch::deferred, std::move(work));
+          judging.slot = std::async(std::launch::deferred, work);  // judged in finish(), here
         }
       }
     } catch (...) {
@@ -446,7 +451,10 @@ struct Session::Run {
       stop = true;
       changed.notify_all();
     }
-    if (judging.pending() && judging.slot.valid()) judging.slot.wait();  // its thread reads this Run
+    // A judgement still running reads this Run: wait for it (a deferred one never started).
+    if (judging.pending() && judging.slot.valid() &&
+        judging.slot.wait_for(std::chrono::seconds(0)) != std::future_status::deferred)
+      judging.slot.wait();
   }
 
   // Records and prints the results in the order of `specs`, as each one's turn comes; a run of

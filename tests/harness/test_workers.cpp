@@ -590,3 +590,43 @@ TEST_CASE("a trial is judged while its worker runs the next one; a failing one's
     CHECK(x[3].child_pid == x[2].child_pid);
   }
 }
+
+TEST_CASE("judging on the side keeps a worker after a SKIP and runs the trial after a CRASH once") {
+  // A SKIP keeps the worker (the gpu backend SKIPs without a usable GPU, PASSes with one).
+  TrialOptions o;
+  Session s(o, "harness", nullptr, harness_cli::harness_bin());
+  RunPolicy p;
+  p.jobs = 1;
+  s.set_policy(p);
+  TrialSpec t = small_trial("gpu", "plain");
+  t.options = s.options();
+  TrialSpec t2 = t, t3 = t;
+  t2.c.seed = 8;
+  t3.c.seed = 9;
+  s.run_all({t, t2, t3});
+  const auto& r = s.results();
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].child_pid == r[1].child_pid);
+  CHECK(r[1].child_pid == r[2].child_pid);
+
+  // The trial after one whose child crashed runs once, in a fresh worker, with or without overlap.
+  for (const bool overlap : {false, true}) {
+    CAPTURE(overlap);
+    TrialOptions c;
+    c.faults = {Fault::parse("crash@run:case=7x13x48"), Fault::parse("slow@run:case=9x13x48")};
+    c.slow_seconds = 1.5;
+    Session cs(c, "harness", nullptr, harness_cli::harness_bin());
+    p.overlap = overlap;
+    cs.set_policy(p);
+    TrialSpec a = trial_of(cs, "plain");
+    TrialSpec b = a;
+    b.c.shape = Shape::parse("9x13x48");
+    cs.run_all({a, b});
+    const auto& x = cs.results();
+    REQUIRE(x.size() == 2);
+    CHECK(x[0].outcome == Outcome::Crash);
+    CHECK(x[1].outcome == Outcome::Pass);
+    CHECK(x[1].child_pid != x[0].child_pid);
+    CHECK(x[1].started - (x[0].started + x[0].wall) < 1.0);  // handed over at once, not after a dropped run
+  }
+}
