@@ -288,8 +288,9 @@ void print_stamps(const float* at, int grid, const char* name) {
                     {11, "W0-arrived"},     {9, "decoded"},       {14, "ph0-st-issued"},
                     {15, "ph0-st-done"},    {1, "ph0-published"}, {2, "prod-first-ready"},
                     {3, "first-wgmma"},     {4, "unit0-done"},    {12, "sk-counted"},
-                    {13, "unit1-done"},     {29, "csync1"},       {30, "csync2"},
-                    {31, "epi-sync"},       {7, "staged"},        {5, "end"}};
+                    {13, "unit1-done"},     {29, "csync1|sk-waited"}, {30, "csync2|sk-summed"},
+                    {31, "epi-sync"},       {7, "staged"},        {28, "last-staged"},
+                    {5, "end"}};
   std::printf("  %s (µs from the first CTA's end of setup: min/median/max over CTAs):", name);
   for (const Ev& e : evs) {
     std::vector<double> v;
@@ -321,6 +322,19 @@ void print_stamps(const float* at, int grid, const char* name) {
   for (int b = 0; b < grid; ++b) steals += h[32 * b + 6];
   std::printf(" | setup %.2f, warp skew %.2f, main-loop clock %.3f GHz (medians), %llu batches "
               "stolen\n", med(setup), med(skew), med(ghz), steals);
+  // The three CTAs that end last: their own stamps (0: not recorded).
+  std::vector<int> order(size_t(grid), 0);
+  for (int b = 0; b < grid; ++b) order[size_t(b)] = b;
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return h[32 * x + 5] > h[32 * y + 5]; });
+  for (int r = 0; r < std::min(3, grid); ++r) {
+    const int b = order[size_t(r)];
+    std::printf("    CTA %d:", b);
+    for (const Ev& e : evs) {
+      const unsigned long long x = h[32 * b + e.slot];
+      if (x != 0) std::printf(" %s %.1f", e.name, (double(x) - double(t0)) * 1e-3);
+    }
+    std::printf("\n");
+  }
 }
 
 void mode_time(Problem& p, bool wg3_only) {

@@ -71,6 +71,7 @@ __device__ __forceinline__ void epilogue(const K& k, const ConsumerThread& th,
   }
   consumer_sync(kConsumers);
   k.probe.time(tid == 0 && it == uint32_t(x.kb1 - x.kb0), Event::Staged);
+  k.probe.time(tid == 0, Event::LastStaged);
   const int M = args.M, N = args.N;
   __half* const c = args.c;
   const int m0 = x.mt * BM + m_out, n0 = x.nt * kNT;

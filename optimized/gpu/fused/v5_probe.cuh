@@ -29,11 +29,14 @@ enum class Event : int {
   LocalStoresDone = 15,     // ... and complete
   WarpLoopDone = 16,        // + w: consumer warp w's (w < 8) first main loop is done
   Entry = 24,               // kernel entry
+  LastStaged = 28,          // the last unit's silu·mul is staged (any unit: the CTA's last stamp wins)
   QueueKnown = 25,          // thread 0 has the generation and the phase-0 batch
   FirstWgmmaClock = 26,     // the SM clock (clock64) at FirstWgmma
   FirstUnitDoneClock = 27,  // the SM clock at FirstUnitDone
   ClusterSync1 = 29,        // the pair's first cluster barrier is passed
   ClusterSync2 = 30,        // the pair's second cluster barrier is passed
+  StreamKWaited = 29,       // stream-K (never a pair): the summing part has every other part's flag
+  StreamKSummed = 30,       // ... and has added their partials
   EpilogueSync = 31,        // the epilogue's first consumer barrier is passed
 };
 constexpr int kProbeSlots = 32;

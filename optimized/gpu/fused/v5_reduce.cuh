@@ -104,6 +104,7 @@ __device__ __forceinline__ bool stream_k_reduce(const K& k, float (&acc)[K::Cfg:
         if (q != split) wait_tag(rdy + q, tag);
       __threadfence();
     }
+    k.probe.time(tid == 0, Event::StreamKWaited);
     consumer_sync(kConsumers);
     if (split >= 2) {  // own part written above: all parts from memory, in order
 #pragma unroll
@@ -123,6 +124,7 @@ __device__ __forceinline__ bool stream_k_reduce(const K& k, float (&acc)[K::Cfg:
         acc[4 * i] += v.x; acc[4 * i + 1] += v.y; acc[4 * i + 2] += v.z; acc[4 * i + 3] += v.w;
       }
     }
+    k.probe.time(tid == 0, Event::StreamKSummed);
   }
   return true;
 }
