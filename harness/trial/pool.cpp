@@ -113,6 +113,9 @@ std::vector<std::string> gpus_from_ctest(const std::function<const char*(const s
 namespace {
 // A slot joins a group that has workers only while each would keep this many trials to hand out.
 constexpr size_t kShareTrials = 16;
+// A trial this long (its child's wall, on average over its group's finished trials) is worth a
+// worker's start: a slot on a GPU without a worker of the group joins it, whatever kShareTrials says.
+constexpr double kLongTrialSeconds = 1.0;
 }  // namespace
 
 int default_jobs(size_t gpus, unsigned cores) {
@@ -203,6 +206,8 @@ struct Session::Run {
     size_t handed = 0;           // trials given to a slot
     size_t left = 0;             // trials not finished
     int workers = 0;             // slots bound to it (each with its worker, or about to start one)
+    double wall = 0;             // its finished trials' child wall time, summed
+    size_t timed = 0;            // ... over this many trials
     std::vector<int> on_device;  // ... of them on each of the policy's GPUs (one entry without --gpus)
     State state = State::Waiting;
     size_t first_failure = SIZE_MAX;  // its failing trial first in the list (a BLOCKED one included)
@@ -279,15 +284,18 @@ struct Session::Run {
   // Under `mu`: the group slot `slot`, bound to `bound`, takes its next trial from (SIZE_MAX: none
   // now). Staying costs nothing; another group's worker costs a process start (for the GPU backend
   // the driver's initialization, which the driver serializes across the host, worth tens of
-  // trials), so a slot joins a group that has workers on its device only while that leaves each
-  // at least kShareTrials. The bench starts no spares and shares freely: one slot per GPU.
+  // trials), so a slot joins a group that has workers only while that leaves each at least
+  // kShareTrials, counting its workers on every GPU (more GPUs do not make a start cheaper: they
+  // make more of them at once), or where the group's trials have proved long (kLongTrialSeconds)
+  // and no worker of it runs on the slot's GPU. The bench starts no spares and shares freely: one
+  // slot per GPU.
   size_t pick(int slot, size_t bound) const {
     auto open = [&](size_t g) { return groups[g].state == State::Runnable && groups[g].handed < groups[g].trials.size(); };
     auto worth = [&](size_t g) {
       const Group& gr = groups[g];
-      const int here = gr.on_device[device_of(slot)];
-      return here == 0 || !s.policy_.prestart || !s.reuses_workers(specs[gr.trials.front()]) ||
-             gr.trials.size() - gr.handed >= kShareTrials * size_t(here + 1);
+      if (gr.workers == 0 || !s.policy_.prestart || !s.reuses_workers(specs[gr.trials.front()])) return true;
+      if (gr.trials.size() - gr.handed >= kShareTrials * size_t(gr.workers + 1)) return true;
+      return gr.on_device[device_of(slot)] == 0 && gr.timed > 0 && gr.wall / double(gr.timed) >= kLongTrialSeconds;
     };
     if (bound != SIZE_MAX && open(bound)) return bound;
     size_t best = SIZE_MAX;
@@ -345,6 +353,10 @@ struct Session::Run {
     slots[i] = std::move(out);
     Group& gr = groups[g];
     if (failed && (gr.first_failure == SIZE_MAX || i < gr.first_failure)) gr.first_failure = i;
+    if (slots[i].result->wall > 0) {
+      gr.wall += slots[i].result->wall;
+      ++gr.timed;
+    }
     if (--gr.left == 0) {
       gr.state = State::Finished;
       for (size_t d : dependents[g]) settle(d);

@@ -9,10 +9,11 @@
 // its trials are BLOCKED. It starts as soon as those have finished, not when a whole level has.
 // The slots take trials one at a time. A slot stays with its group while it has trials to hand
 // out, then takes the runnable group with the fewest workers; it joins a group that already has
-// workers on its GPU only while each would keep at least 16 trials to hand out, since a worker's
+// workers (on any GPU) only while each would keep at least 16 trials to hand out, since a worker's
 // start costs tens of trials (for the GPU backend the driver's initialization and the device's
 // context, which the driver serializes across the whole host: more processes at once do not
-// start faster). The bench, one slot per GPU and no spares, shares a group freely.
+// start faster), or where the group's trials have taken a second or more each and no worker of it
+// runs on the slot's GPU. The bench, one slot per GPU and no spares, shares a group freely.
 // A slot judges a trial (the comparisons against the references, host work as long as the child's
 // run for a large output) on another thread while its worker runs the group's next trial; when the
 // judged one fails, the next one's report is dropped and it runs again in a fresh worker, so no

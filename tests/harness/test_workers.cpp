@@ -630,3 +630,18 @@ TEST_CASE("judging on the side keeps a worker after a SKIP and runs the trial af
     CHECK(x[1].started - (x[0].started + x[0].wall) < 1.0);  // handed over at once, not after a dropped run
   }
 }
+
+TEST_CASE("--gpus: a combination of quick trials keeps one worker whatever the GPUs; long trials spread") {
+  // 20 quick trials (fewer than 2 x 16) on two GPUs with two slots each: one worker, not one per GPU
+  // (more GPUs make more worker starts at once, not cheaper ones).
+  std::set<int> p;
+  std::set<std::string> devices;
+  for (const auto& t : trials_of("--verify plain --backend cpu --seed 7 --jobs 4 --gpus 3,5 --shape "
+                                 "7x13x48,9x5x32,3x3x16,5x7x64,2x2x32 --dist normal,uniform,edge,ones")) {
+    CHECK(t.str_or("outcome", "") == "PASS");
+    p.insert(pid_of(t));
+    devices.insert(t.str_or("device", ""));
+  }
+  CHECK(p.size() == 1);
+  CHECK(devices.size() == 1);
+}
