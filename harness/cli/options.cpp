@@ -107,7 +107,7 @@ po::options_description group_options(Group g) {
           ("isolate", po::value<std::string>(),
            "'worker' (default: one child runs a combination's trials in a row; any failure ends it) or "
            "'trial' (one child per trial)")
-          ("jobs", po::value<int>(), "trials at once, each in a child of its own (default: on each GPU of --gpus, or the one the driver picks, a quarter of the host's cores per GPU, 1 to 4; bench: one per --gpus device)")
+          ("jobs", po::value<int>(), "trials at once, each in a child of its own (default: on each GPU of --gpus, or the one the driver picks, a quarter of the host's cores per GPU, 1 to 4, at most 8 in all but one per GPU; bench: one per --gpus device)")
           ("gpus", po::value<std::string>(),
            "LIST (0,1,...) or 'all': slot k runs with CUDA_VISIBLE_DEVICES = entry k mod the list's length");
       return o;

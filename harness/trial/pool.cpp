@@ -113,6 +113,8 @@ std::vector<std::string> gpus_from_ctest(const std::function<const char*(const s
 namespace {
 // A slot joins a group that has workers only while each would keep this many trials to hand out.
 constexpr size_t kShareTrials = 16;
+// The default --jobs in all, whatever the GPUs (default_jobs).
+constexpr size_t kMaxDefaultSlots = 8;
 // A trial this long (its child's wall, on average over its group's finished trials) is worth a
 // worker's start: a slot on a GPU without a worker of the group joins it, whatever kShareTrials says.
 constexpr double kLongTrialSeconds = 1.0;
@@ -121,7 +123,9 @@ constexpr double kLongTrialSeconds = 1.0;
 int default_jobs(size_t gpus, unsigned cores) {
   const size_t devices = std::max<size_t>(1, gpus);
   const size_t per_gpu = std::clamp<size_t>(cores / (4 * devices), 1, 4);
-  return int(std::min<size_t>(devices * per_gpu, 1024));
+  // At most kMaxDefaultSlots in all (but one per device): a worker's start is serialized across
+  // the host, so more slots at once start more workers no faster.
+  return int(std::min<size_t>(std::max(devices, std::min(devices * per_gpu, kMaxDefaultSlots)), 1024));
 }
 
 Schedule Schedule::of(std::vector<TrialSpec> specs) {

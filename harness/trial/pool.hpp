@@ -28,8 +28,9 @@
 // remain; a bisect keeps one per slot ready for its next step (RunPolicy::kept_spares). The bench starts none
 // (RunPolicy::prestart): a worker initializing beside a timed trial would disturb its times.
 // --jobs N: N slots at once. The default: on each GPU given (--gpus, or by ctest; else the one the
-// driver picks) a quarter of the host's cores per GPU, from 1 to 4 slots (a trial child is mostly
-// host work: reading its input sets, and the parent's comparison; its kernels take milliseconds).
+// driver picks) a quarter of the host's cores per GPU, from 1 to 4 slots, at most 8 in all but one
+// per GPU (a trial child is mostly host work: reading its input sets, and the parent's comparison;
+// its kernels take milliseconds; and a worker's start is serialized across the host).
 // No check depends on a trial having the device alone, but in a verify run its stage times and
 // autotune's choices are those of a shared device; --jobs 1 (or one per GPU) gives each trial the
 // device alone, as the bench always does (bench_cli.cpp).
@@ -71,7 +72,7 @@ int count_gpus(const std::string& proc_dir = "/proc/driver/nvidia/gpus");
 std::vector<std::string> gpus_from_ctest(const std::function<const char*(const std::string&)>& getenv);
 
 // The default --jobs: `per_gpu` slots on each of `gpus` devices (0: the one the driver picks), where
-// per_gpu is a quarter of `cores` per device, from 1 to 4.
+// per_gpu is a quarter of `cores` per device, from 1 to 4; at most 8 in all, but one per device.
 int default_jobs(size_t gpus, unsigned cores);
 
 // Trials to run, grouped (see above).

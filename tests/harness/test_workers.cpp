@@ -275,7 +275,8 @@ TEST_CASE("run policy parsing: GPU lists, ctest resource groups, /proc counting,
   CHECK(default_jobs(0, 16) == 4);
   CHECK(default_jobs(1, 16) == 4);
   CHECK(default_jobs(1, 256) == 4);
-  CHECK(default_jobs(4, 64) == 16);
+  CHECK(default_jobs(4, 64) == 8);  // at most 8 in all
+  CHECK(default_jobs(16, 64) == 16);  // but one per GPU
   CHECK(default_jobs(2, 12) == 2);
   CHECK(default_jobs(8, 8) == 8);
 }
