@@ -98,10 +98,9 @@ class Session {
   ReferenceCache& cache() { return cache_; }
   const ReferenceCache& cache() const { return cache_; }
   double elapsed() const;
-  // Where the parent's own time went (the report's "parent_s"): getting references (the prefetch
-  // of a run's cases: generating input sets, reading or computing references, writing the input
-  // store; in the background while trials run, except for the bench), wall seconds; judging
-  // children's outputs (evaluate_trial), seconds summed over slots.
+  // Where the parent's own time went (the report's "parent_s"): getting references before trials
+  // (run_all's prefetch: generating input sets, reading or computing references, writing the input
+  // store), wall seconds; judging children's outputs (evaluate_trial), seconds summed over slots.
   struct ParentTimes {
     double references = 0, evaluation = 0;
   };
@@ -110,8 +109,6 @@ class Session {
 
  private:
   void progress_line(const TrialResult& r, size_t first, size_t last);
-  // The references and stored input sets of `cases` (ReferenceCache::prefetch into the store).
-  void fetch_references(const std::vector<CaseSpec>& cases);
   struct Run;  // one run_schedule call (pool.cpp)
   // Whether `t` runs in a worker that runs other trials too (not with --isolate trial, nor a
   // submission, whose child is its Python driver).

@@ -433,9 +433,6 @@ struct Session::Run {
         }
         if (g != bound) worker.reset();  // another combination: another process
         bound = g;
-        // Its case's input sets in the store and references in the cache: at once when the
-        // background has them, else once it (or this call) has computed them (never twice).
-        if (s.policy_.overlap) s.fetch_references({specs[i].c});
         double started = s.elapsed();
         ChildReport child = run_child(slot, i, worker, want_spares);
         if (const int failed = finish(judging); failed && child.pid == failed) {
@@ -537,7 +534,7 @@ bool Session::reuses_workers(const TrialSpec& t) const {
 void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vector<uint16_t>* first_output) {
   const std::vector<TrialSpec>& specs = sch.specs;
   if (specs.empty()) return;
-  // The first spares start now: their backend loads while the first references arrive. As many
+  // The first spares start now: their backend loads while the parent gets the references. As many
   // as there are groups (each needs a worker), at most one per slot, spread over the slots' GPUs.
   const TrialSpec& head = specs.front();
   if (reuses_workers(head) && policy_.prestart && !head.options.external(head.backend)) {
@@ -560,43 +557,14 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
     }
   }
   // Every reference these trials need, once per (case, input set), on the host's cores; the input
-  // sets generated for them go to the store, where the children read them. In the order of the
-  // list, in the background while the trials run: each trial waits for its own case's only
-  // (Run::run_child), so the first combination starts as its references arrive. The bench gets
-  // them all first (RunPolicy::overlap: no host work beside a timed trial).
+  // sets generated for them go to the store, where the children read them.
   std::vector<CaseSpec> cases;
   for (const auto& t : specs) cases.push_back(t.c);
   const auto t_refs = std::chrono::steady_clock::now();
-  auto fetch = [this, &cases] { fetch_references(cases); };
-  if (!policy_.overlap) {
-    fetch();
-    parent_.references += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_refs).count();
-    Run(*this, sch, why, first_output).run();
-    return;
-  }
-  double fetched = 0;
-  std::thread background([&] {
-    try {
-      fetch();
-    } catch (...) {
-      // Whatever failed here is computed again, and reported, where a trial needs it.
-    }
-    fetched = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_refs).count();
-  });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join{background};
-  Run(*this, sch, why, first_output).run();
-  join.t.join();
-  parent_.references += fetched;
-}
-
-void Session::fetch_references(const std::vector<CaseSpec>& cases) {
   cache_.prefetch(cases, options_.runs, options_.fresh, 0,
                   [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
+  parent_.references += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_refs).count();
+  Run(*this, sch, why, first_output).run();
 }
 
 }  // namespace nvfp4

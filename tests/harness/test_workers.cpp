@@ -646,21 +646,3 @@ TEST_CASE("--gpus: a combination of quick trials keeps one worker whatever the G
   CHECK(p.size() == 1);
   CHECK(devices.size() == 1);
 }
-
-TEST_CASE("references arrive in the background: a trial waits for its own case's, not for every case's") {
-  // A small case, then one whose exact reference takes a while (the cache off: computed here).
-  const std::string json = harness_cli::temp_dir() + "/refs.json";
-  run("--verify plain --backend cpu --shape 7x13x48,512x512x2048 --dist normal --seed 7 --jobs 1 "
-      "--reference-cache off --json " + json);
-  const JsonValue rep = JsonValue::parse(read_text(json));
-  const auto t = rep.at("trials").items();
-  REQUIRE(t.size() == 2);
-  for (const auto& x : t) CHECK(x.str_or("outcome", "") == "PASS");
-  const double refs = rep.at("parent_s").number_or("references", -1);
-  REQUIRE(refs > 0.1);
-  // The small case's trial ran while the large case's references were still being computed; the
-  // large case's trial waited for them.
-  CHECK(t[0].number_or("started_s", -1) >= 0);
-  CHECK(t[0].number_or("started_s", -1) < refs / 2);
-  CHECK(t[1].number_or("started_s", -1) >= refs - 0.05);
-}
