@@ -76,3 +76,24 @@ TEST_CASE("config coverage: harness list --shape lists the configurations offere
   CHECK(bad.rc == 2);
   CHECK(bad.out.find("takes --shape") != std::string::npos);
 }
+
+TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, and the 128 x 96 tiles over several waves") {
+  auto default_of = [](const char* shape) {
+    const Shape s = Shape::parse(shape);
+    const auto cands = gpu::fused::candidates(s, 132);
+    return cands.at(gpu::fused::default_candidate(cands, s, 132)).name(true);
+  };
+  // GPU MODE's benchmark shapes (docs/fused-kernel.md, "Configurations and the default").
+  CHECK(default_of("256x4096x7168") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
+  CHECK(default_of("512x4096x7168") == "v5 tile 256x64 split-K 1");
+  CHECK(default_of("256x3072x4096") == "v5 tile 128x96 split-K 2 (2-CTA cluster pairs)");
+  CHECK(default_of("512x3072x7168") == "v5 tile 128x96 split-K 1");
+  // Several waves where the 128 x 96 tiles' estimate is the lowest (three of GPU MODE's test
+  // shapes, where autotune chose them too, RESULTS-GPU run J) ...
+  CHECK(default_of("3072x1024x1536") == "v5 tile 128x96 split-K 1");
+  CHECK(default_of("7168x384x2304") == "v5 tile 128x96 split-K 1");
+  CHECK(default_of("4096x768x512") == "v5 tile 128x96 split-K 1");
+  // ... and where the 256-row tiles' is.
+  CHECK(default_of("7168x2304x2048") == "v5 tile 256x64 split-K 1");
+  CHECK(default_of("7168x1024x256") == "v5 tile 256x64 split-K 1");
+}
