@@ -533,11 +533,19 @@ TEST_CASE("two prefetches at once compute each reference once (a bisect's backgr
   }
 }
 
+namespace {
+// One slot: the trials of a run one after another, in one worker while they pass.
+RunPolicy one_slot() {
+  RunPolicy p;
+  p.jobs = 1;
+  return p;
+}
+}  // namespace
+
 TEST_CASE("a trial is judged while its worker runs the next one; a failing one's successor runs again in a fresh worker") {
   TrialOptions o;
   Session s(o, "harness", nullptr, harness_cli::harness_bin());
-  RunPolicy p;
-  p.jobs = 1;
+  RunPolicy p = one_slot();
   s.set_policy(p);
   // Two trials of one combination whose outputs take the parent a while to compare (2M elements
   // per call, three calls), while the cpu path computes them quickly (K = 16).
@@ -596,8 +604,7 @@ TEST_CASE("judging on the side keeps a worker after a SKIP and runs the trial af
   // A SKIP keeps the worker (the gpu backend SKIPs without a usable GPU, PASSes with one).
   TrialOptions o;
   Session s(o, "harness", nullptr, harness_cli::harness_bin());
-  RunPolicy p;
-  p.jobs = 1;
+  RunPolicy p = one_slot();
   s.set_policy(p);
   TrialSpec t = small_trial("gpu", "plain");
   t.options = s.options();
