@@ -2,7 +2,9 @@
 // and the parsing and reference prefetch behind them: a worker runs a combination's trials in one
 // process; a crash or a FAIL ends it and loses only that trial (the rest run in a fresh worker,
 // with what one process per trial gives); progress stays in list order with several slots; each
-// slot's child sees its GPU; references are computed once per (case, set).
+// slot's child sees its GPU; references are computed once per (case, set); a trial is judged while
+// its worker runs the next. (Over 600 lines: every case drives the same pool through the same
+// helpers; a split would copy them.)
 #include <doctest/doctest.h>
 
 #include <algorithm>
