@@ -43,14 +43,15 @@ struct RcpDivide {
 };
 
 // C[l, m0 + r, n0 + c] for the tile of unit x (rows from m_out within the tile: the pair writes
-// half of them) = fp16(silu_mul(G, U)) of this thread's accumulators, staged, then stored. `v`
-// holds a 16-byte staged row part; a ragged row's element stores index it, so it lives in local
-// memory, and it is the kernel's variable: declared here, the compiler placed its frame address
-// differently and the kernel's machine code changed (tools/cubin_text_compare.py).
+// half of them) = fp16(silu_mul(G, U)) of this thread's accumulators, staged, then stored: each
+// thread's 16-byte parts of the staged rows in one unrolled pass (a constant trip count for every
+// configuration), the part's words held in registers also where a ragged row's last part is
+// written element by element (indexing them with a variable put them in local memory: a
+// shared-to-local-to-global round trip per part, docs/fused-kernel.md v5n).
 template <class K>
 __device__ __forceinline__ void epilogue(const K& k, const ConsumerThread& th,
                                          const float (&acc)[K::Cfg::kAcc], const Unit x,
-                                         int m_out, uint32_t it, uint4& v) {
+                                         int m_out, uint32_t it) {
   using Cfg = typename K::Cfg;
   constexpr int BM = Cfg::BM, kNT = Cfg::kNT, kConsumers = Cfg::kConsumers;
   const Args& args = k.args;
@@ -76,17 +77,24 @@ __device__ __forceinline__ void epilogue(const K& k, const ConsumerThread& th,
   __half* const c = args.c;
   const int m0 = x.mt * BM + m_out, n0 = x.nt * kNT;
   const bool vec_ok = (N % 8) == 0;
-  for (int q = tid; q < kRowsOut * (kNT / 8); q += kConsumers) {
+  constexpr int kParts = kRowsOut * (kNT / 8);  // 16-byte parts of the staged rows
+  static_assert(kParts % kConsumers == 0, "every consumer thread stores as many parts");
+#pragma unroll
+  for (int i = 0; i < kParts / kConsumers; ++i) {
+    const int q = tid + i * kConsumers;
     const int r = q / (kNT / 8), cu = q % (kNT / 8);
     const int m = m0 + r, nn = n0 + 8 * cu;
     if (m >= M || nn >= N) continue;
-    v = lds128(staging + r * Cfg::kStRow + cu * 16);
+    const uint4 v = lds128(staging + r * Cfg::kStRow + cu * 16);
     __half* out = c + (int64_t(x.l) * M + m) * N + nn;
     if (vec_ok && nn + 8 <= N) {
       *reinterpret_cast<uint4*>(out) = v;
     } else {
-      const uint16_t* h = reinterpret_cast<const uint16_t*>(&v);
-      for (int i = 0; i < 8 && nn + i < N; ++i) reinterpret_cast<uint16_t*>(out)[i] = h[i];
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (nn + e < N)
+          reinterpret_cast<uint16_t*>(out)[e] = uint16_t(w[e / 2] >> (16 * (e % 2)));
     }
   }
 }

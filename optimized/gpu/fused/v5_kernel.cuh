@@ -250,8 +250,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
       }
-      uint4 v;  // the epilogue's store buffer, in this frame (see epilogue)
-      epilogue(k, th, acc, x, m_out, it, v);
+      epilogue(k, th, acc, x, m_out, it);
     }
   }
   probe.time(tid == 0, Event::End);
