@@ -180,7 +180,9 @@ bool register_optimization(Optimization o) {
 const std::vector<Optimization>& listed_optimizations() {
   static const std::vector<Optimization> list = {
       {OptimizationManifest{
-           "fused", "one sm_90a kernel: FP4 decode in shared memory, both GEMMs on wgmma, silu*mul epilogue",
+           "fused",
+           "one sm_90a kernel: FP4 decoded inside it (the weights into registers; both operands "
+           "into shared memory where K % 256 != 0), both GEMMs on wgmma, silu*mul epilogue",
            OptKind::Variant, 0, {}},
        "gpu"},
       {OptimizationManifest{

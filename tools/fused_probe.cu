@@ -24,12 +24,15 @@
 // the Recording policy, which writes stamps into the partials workspace (32 slots per CTA, slot =
 // the Event's value, v5_probe.cuh).
 //
+// NVFP4_PROBE_SHAPES="MxNxK,..." runs those shapes instead of the four (K % 256 == 0; e.g. GPU
+// MODE's test shapes, to see which candidate a shape's default should be).
 // NVFP4_PROBE_ZERO_A=1 makes every activation zero (same kernels, same work): the main loops'
 // clock under the power limit depends on the operands (docs/fused-kernel.md v5i).
 //
 // Build: `cmake --build build --target fused_probe` (with CUDA); run on the GPU machine. Measured
 // numbers belong in docs/fused-kernel.md with the device and date, as every other measurement.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -221,7 +224,7 @@ float run_tiles(Problem& p, int reps, float* stamps = nullptr) {
 }
 // Split-K pairs of BM x 32*WG tiles.
 bool pair_offered(const Problem& p, int bm = 256, int wg = 2) {
-  return 2 * ((p.M + bm - 1) / bm) * n_tiles(p, 32 * wg) <= p.sms;
+  return p.K >= 512 && 2 * ((p.M + bm - 1) / bm) * n_tiles(p, 32 * wg) <= p.sms;
 }
 template <int BM = 256, int S = 4, int WG = 2, class Probe = v5::NoProbe>
 float run_pair(Problem& p, int reps, float* stamps = nullptr) {
@@ -231,7 +234,9 @@ float run_pair(Problem& p, int reps, float* stamps = nullptr) {
                        Cfg::kSmemBytes, 2 * a.L * a.m_tiles * a.n_tiles, 2, maps_for(p, BM, WG),
                        a, p.flush, reps, stamps);
 }
-bool stream_offered(const Problem& p) { return ((p.M + 255) / 256) * p.a.n_tiles < p.sms; }
+bool stream_offered(const Problem& p) {
+  return p.K >= 512 && p.M > 128 && ((p.M + 255) / 256) * p.a.n_tiles < p.sms;
+}
 // Stream-K: the launch shape fused.cu uses (stream_k_shape); the stamps go after the partials.
 struct StreamShape {
   int grid, splits;
@@ -469,7 +474,25 @@ int main(int argc, char** argv) {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   void* flush = dalloc<uint8_t>(kFlushBytes);
-  const int shapes[4][3] = {{256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096}, {512, 3072, 7168}};
+  std::vector<std::array<int, 3>> shapes = {
+      {256, 4096, 7168}, {512, 4096, 7168}, {256, 3072, 4096}, {512, 3072, 7168}};
+  // NVFP4_PROBE_SHAPES="MxNxK,...": other shapes instead (K a multiple of 256, L = 1).
+  if (const char* env = std::getenv("NVFP4_PROBE_SHAPES")) {
+    shapes.clear();
+    std::string list = env;
+    for (size_t at = 0; at < list.size();) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      std::array<int, 3> sh{};
+      if (std::sscanf(list.substr(at, end - at).c_str(), "%dx%dx%d", &sh[0], &sh[1], &sh[2]) != 3 ||
+          sh[0] <= 0 || sh[1] <= 0 || sh[2] <= 0 || sh[2] % 256 != 0) {
+        std::fprintf(stderr, "fused_probe: NVFP4_PROBE_SHAPES: '%s' is not MxNxK with K %% 256 == 0\n",
+                     list.substr(at, end - at).c_str());
+        return 2;
+      }
+      shapes.push_back(sh);
+      at = end + 1;
+    }
+  }
   std::mt19937 g(1);
   for (const auto& sh : shapes) {
     Problem p;

@@ -77,7 +77,7 @@ TEST_CASE("config coverage: harness list --shape lists the configurations offere
   CHECK(bad.out.find("takes --shape") != std::string::npos);
 }
 
-TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, and the 128 x 96 tiles over several waves") {
+TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, the 128 x 96 tiles over several waves, stream-K for few pairs") {
   auto default_of = [](const char* shape) {
     const Shape s = Shape::parse(shape);
     const auto cands = gpu::fused::candidates(s, 132);
@@ -93,7 +93,17 @@ TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, 
   CHECK(default_of("3072x1024x1536") == "v5 tile 128x96 split-K 1");
   CHECK(default_of("7168x384x2304") == "v5 tile 128x96 split-K 1");
   CHECK(default_of("4096x768x512") == "v5 tile 128x96 split-K 1");
+  // ... also where K is one weight stage (the 256-row tiles' fixed part weighs there: 34.1 against
+  // 39.1 µs in the probe, docs/fused-kernel.md v5n) ...
+  CHECK(default_of("7168x1024x256") == "v5 tile 128x96 split-K 1");
   // ... and where the 256-row tiles' is.
   CHECK(default_of("7168x2304x2048") == "v5 tile 256x64 split-K 1");
-  CHECK(default_of("7168x1024x256") == "v5 tile 256x64 split-K 1");
+  CHECK(default_of("4608x384x7168") == "v5 tile 256x64 split-K 1");
+  // Where the 128-row tiles win: the 256-row pairs, or stream-K where one wave of the pairs would
+  // leave half the SMs idle and K is long (45.4 against 55.6 µs, v5n); the pairs where they fill
+  // three quarters of the SMs (64.6 against 70.7 for stream-K) or where stream-K's CTAs would get
+  // fewer than four weight stages each (512x768x4096: 384 stages over 132 SMs).
+  CHECK(default_of("512x768x7168") == "v5 tile 256x64 stream-K");
+  CHECK(default_of("1536x512x7168") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
+  CHECK(default_of("512x768x4096") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
 }

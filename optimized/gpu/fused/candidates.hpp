@@ -110,9 +110,11 @@ inline int v3_default_width(const Shape& s, int sms) {
 // the SMs. The 128 x 96 tiles decode the weights for fewer rows per multiply-add than the 256-row
 // tiles, so they win only where the 256-row tiles leave SMs idle and one wave of them (or of
 // their pairs) fills 3/4 to all of the SMs. Otherwise the tile height with fewer estimated waves,
-// a 256-row tile's main loop costing 1.5 times a 128-row one's (ties: 128); 256-row tiles that
-// leave a quarter of the SMs idle run as stream-K; where 128-row tiles win, the 256-row split-K
-// pairs (same CTA count, half the weight decode per multiply-add) replace them where offered.
+// a 256-row tile costing 1.5 times a 128-row one per weight stage plus a fixed part (cost_256;
+// ties: 128); 256-row tiles that leave a quarter of the SMs idle run as stream-K; where 128-row
+// tiles win, the 256-row split-K pairs (same CTA count, half the weight decode per multiply-add)
+// replace them where offered, or stream-K where the pairs would leave half the SMs idle and K is
+// long (GPU MODE's test shapes in the probe, v5n).
 struct DefaultRule {
   const char* why;
   bool (*applies)(const Shape& s, int64_t sms);
@@ -121,20 +123,36 @@ struct DefaultRule {
 namespace rules {
 // One wave of `ctas` CTAs fills 3/4 to all of the SMs.
 inline bool fills(int64_t ctas, int64_t sms) { return 4 * ctas >= 3 * sms && ctas <= sms; }
+// A 256 x 64 unit's cost relative to a 128 x 64 unit's: 1.5 per weight stage (the main loops
+// measured 1.48 over 28 stages, v5b) plus half a unit for its twice longer start and epilogue,
+// which weigh where K is short (the probe on GPU MODE's test shapes, v5n: 2.0 at one weight
+// stage, 1.8 at two, 1.6 at eight or nine).
+inline double cost_256(const Shape& s) {
+  const int stages = s.K / kV5Stage;
+  return 1.5 + 0.5 / double(stages < 1 ? 1 : stages);
+}
 // The 256-row tiles take fewer estimated waves than the 128-row ones (and exist: M > 128).
 inline bool prefer_256(const Shape& s, int64_t sms) {
   auto waves = [&](int bm) { return std::ceil(double(v5_tiles(s, bm, 64)) / double(sms)); };
-  return s.M > 128 && waves(256) * 1.5 < waves(128) * 1.0;
+  return s.M > 128 && waves(256) * cost_256(s) < waves(128) * 1.0;
 }
 // Several waves of 128 x 64 tiles, and the 128 x 96 tiles' estimated time is the lowest: waves
-// times a unit's main-loop cost relative to a 128 x 64 unit's (256 x 64: 1.5, v5b; 128 x 96: 1.26,
-// from their measured stage times, v5g). Where one wave does not fill the SMs the rules above
-// decide (a last partial wave is what the 128 x 96 tiles were made for).
+// times a unit's cost relative to a 128 x 64 unit's (256 x 64: cost_256; 128 x 96: 1.26, from
+// their measured stage times, v5g). Where one wave does not fill the SMs the rules above decide
+// (a last partial wave is what the 128 x 96 tiles were made for).
 inline bool prefer_96_waves(const Shape& s, int64_t sms) {
   auto waves = [&](int bm, int nt) { return std::ceil(double(v5_tiles(s, bm, nt)) / double(sms)); };
   if (waves(128, 64) < 2) return false;
   const double x96 = waves(128, 96) * 1.26;
-  return x96 < waves(128, 64) * 1.0 && (s.M <= 128 || x96 < waves(256, 64) * 1.5);
+  return x96 < waves(128, 64) * 1.0 && (s.M <= 128 || x96 < waves(256, 64) * cost_256(s));
+}
+// One wave of the 256-row pairs would fill at most half the SMs, and stream-K gives every CTA at
+// least four weight stages: stream-K, which keeps every SM busy, beats the pairs (v5n: 512x768x7168
+// 45.4 against 55.6 µs in the probe; where the pairs fill 73% of the SMs, 1536x512x7168, they stay
+// ahead, 64.6 against 70.7).
+inline bool prefer_stream_to_pairs(const Shape& s, int64_t sms) {
+  const int64_t t = v5_tiles(s, 256, 64);
+  return 4 * t <= sms && t * (s.K / kV5Stage) >= 4 * sms;
 }
 }  // namespace rules
 inline const DefaultRule kDefaultRules[] = {
@@ -155,6 +173,9 @@ inline const DefaultRule kDefaultRules[] = {
     {"256-row tiles win",
      [](const Shape& s, int64_t sms) { return rules::prefer_256(s, sms); },
      Candidate{true, 256, false, 1}},
+    {"128-row tiles win, the 256-row pairs would leave half the SMs idle: stream-K",
+     [](const Shape& s, int64_t sms) { return rules::prefer_stream_to_pairs(s, sms); },
+     Candidate{true, 256, false, 1, true}},
     {"128-row tiles win: the 256-row pairs instead",
      [](const Shape&, int64_t) { return true; },
      Candidate{true, 256, false, 2}},
