@@ -77,7 +77,7 @@ TEST_CASE("config coverage: harness list --shape lists the configurations offere
   CHECK(bad.out.find("takes --shape") != std::string::npos);
 }
 
-TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, the 128 x 96 tiles over several waves, stream-K for few pairs") {
+TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, the 128 x 96 tiles over several waves, the 128 x 96 pairs where they outnumber the 256-row ones") {
   auto default_of = [](const char* shape) {
     const Shape s = Shape::parse(shape);
     const auto cands = gpu::fused::candidates(s, 132);
@@ -99,11 +99,13 @@ TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, 
   // ... and where the 256-row tiles' is.
   CHECK(default_of("7168x2304x2048") == "v5 tile 256x64 split-K 1");
   CHECK(default_of("4608x384x7168") == "v5 tile 256x64 split-K 1");
-  // Where the 128-row tiles win: the 256-row pairs, or stream-K where one wave of the pairs would
-  // leave half the SMs idle and K is long (45.4 against 55.6 µs, v5n); the pairs where they fill
-  // three quarters of the SMs (64.6 against 70.7 for stream-K) or where stream-K's CTAs would get
-  // fewer than four weight stages each (512x768x4096: 384 stages over 132 SMs).
-  CHECK(default_of("512x768x7168") == "v5 tile 256x64 stream-K");
+  // Where the 128-row tiles win: the 128 x 96 pairs where one wave of them has more CTAs than the
+  // 256-row pairs' (the probe, docs/fused-kernel.md v5n: 45.7 against 56.3 µs at 512x768x7168,
+  // 54.5 against 62.2 at 1024x512x7168, 31.3 against 34.7 at 512x768x4096), else the 256-row pairs
+  // (1536x512x7168: 144 CTAs of 128 x 96 pairs would not fit; 256x96x768: as many CTAs).
+  CHECK(default_of("512x768x7168") == "v5 tile 128x96 split-K 2 (2-CTA cluster pairs)");
+  CHECK(default_of("1024x512x7168") == "v5 tile 128x96 split-K 2 (2-CTA cluster pairs)");
+  CHECK(default_of("512x768x4096") == "v5 tile 128x96 split-K 2 (2-CTA cluster pairs)");
   CHECK(default_of("1536x512x7168") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
-  CHECK(default_of("512x768x4096") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
+  CHECK(default_of("256x96x768") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
 }

@@ -113,8 +113,8 @@ inline int v3_default_width(const Shape& s, int sms) {
 // a 256-row tile costing 1.5 times a 128-row one per weight stage plus a fixed part (cost_256;
 // ties: 128); 256-row tiles that leave a quarter of the SMs idle run as stream-K; where 128-row
 // tiles win, the 256-row split-K pairs (same CTA count, half the weight decode per multiply-add)
-// replace them where offered, or stream-K where the pairs would leave half the SMs idle and K is
-// long (GPU MODE's test shapes in the probe, v5n).
+// replace them where offered, unless one wave of the 128 x 96 pairs has more CTAs (the probe on
+// GPU MODE's test shapes and nearby ones, v5n).
 struct DefaultRule {
   const char* why;
   bool (*applies)(const Shape& s, int64_t sms);
@@ -146,13 +146,15 @@ inline bool prefer_96_waves(const Shape& s, int64_t sms) {
   const double x96 = waves(128, 96) * 1.26;
   return x96 < waves(128, 64) * 1.0 && (s.M <= 128 || x96 < waves(256, 64) * cost_256(s));
 }
-// One wave of the 256-row pairs would fill at most half the SMs, and stream-K gives every CTA at
-// least four weight stages: stream-K, which keeps every SM busy, beats the pairs (v5n: 512x768x7168
-// 45.4 against 55.6 µs in the probe; where the pairs fill 73% of the SMs, 1536x512x7168, they stay
-// ahead, 64.6 against 70.7).
-inline bool prefer_stream_to_pairs(const Shape& s, int64_t sms) {
-  const int64_t t = v5_tiles(s, 256, 64);
-  return 4 * t <= sms && t * (s.K / kV5Stage) >= 4 * sms;
+// Where the 128-row tiles win (one wave leaves SMs idle): one wave of the 128 x 96 pairs, with
+// more CTAs than the 256-row pairs' and a smaller unit (half K of a 1.26 unit against half K of a
+// 1.5 one). In the probe (v5n) they were the fastest candidate at 512x768x4096, 512x1024x7168 and
+// 256x2048x7168 and within 4% of it (stream-K) at 512x768x7168 and 1024x512x7168, where the
+// 256-row pairs took 11-24% longer; where they do not fit in one wave (1536x512x7168) the 256-row
+// pairs stay.
+inline bool prefer_96_pairs(const Shape& s, int64_t sms) {
+  const int64_t t96 = v5_tiles(s, 128, 96);
+  return s.M > 128 && 2 * t96 <= sms && t96 > v5_tiles(s, 256, 64);
 }
 }  // namespace rules
 inline const DefaultRule kDefaultRules[] = {
@@ -173,9 +175,9 @@ inline const DefaultRule kDefaultRules[] = {
     {"256-row tiles win",
      [](const Shape& s, int64_t sms) { return rules::prefer_256(s, sms); },
      Candidate{true, 256, false, 1}},
-    {"128-row tiles win, the 256-row pairs would leave half the SMs idle: stream-K",
-     [](const Shape& s, int64_t sms) { return rules::prefer_stream_to_pairs(s, sms); },
-     Candidate{true, 256, false, 1, true}},
+    {"128-row tiles win, one wave of 128 x 96 pairs has more CTAs than the 256-row pairs'",
+     [](const Shape& s, int64_t sms) { return rules::prefer_96_pairs(s, sms); },
+     Candidate{true, 128, false, 2, false, 3}},
     {"128-row tiles win: the 256-row pairs instead",
      [](const Shape&, int64_t) { return true; },
      Candidate{true, 256, false, 2}},
