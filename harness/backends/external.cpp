@@ -146,7 +146,10 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
   e.path = path;
   e.python = find_python();
   e.driver = submission_driver_path();
-  if (!is_file(path)) throw InputError("--submission " + path + ": no such file");
+  if (!is_file(path)) {
+    const std::string why = input_file_problem(path);
+    throw InputError("--submission " + path + ": " + (why.empty() || why == "does not exist" ? "no such file" : why));
+  }
   const std::string cmd = shell_word(e.python) + " " + shell_word(e.driver) + " describe " + shell_word(path) + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("cannot run " + e.driver);
@@ -157,7 +160,19 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw InputError("--submission: " + (out.empty() ? "the driver failed to describe " + path : out));
-  const JsonValue d = JsonValue::parse(out);
+  // The description is the last line: stderr is read with stdout (for the refusals above), and
+  // whatever the interpreter wrote there first (a warning, a notice from the environment's site
+  // packages) is no part of it.
+  const size_t last = out.rfind('\n');
+  const std::string line = last == std::string::npos ? out : out.substr(last + 1);
+  JsonValue d;
+  try {
+    d = JsonValue::parse(line);
+  } catch (const InputError& e) {
+    throw InputError("--submission " + path + ": the driver's description is not JSON (" + e.what() + "): " +
+                     line.substr(0, 200));
+  }
+  if (!d.is_object()) throw InputError("--submission " + path + ": the driver's description is not a JSON object");
   std::filesystem::path fp(path);
   std::string name = fp.stem().string();
   if (name == "submission") {

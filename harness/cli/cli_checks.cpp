@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <cmath>
 #include <cstdio>
@@ -165,6 +166,18 @@ void check_paths(const po::variables_map& vm) {
       (get<std::string>(vm, "json") == get<std::string>(vm, "save-output") ||
        same_file(get<std::string>(vm, "json"), get<std::string>(vm, "save-output"))))
     refuse("--json and --save-output name the same file " + get<std::string>(vm, "json"));
+  // Outside paths: each names an existing readable regular file. The library or module is opened
+  // only in trial children (a load that fails there is that trial's ERROR), but a path that names
+  // nothing, a directory or a FIFO is the user's mistake, refused here before any work.
+  for (const char* outside : {"plugin", "submission"}) {
+    if (!vm.count(outside)) continue;
+    for (const auto& path : get<std::vector<std::string>>(vm, outside)) {
+      struct stat st;
+      const bool missing = ::stat(path.c_str(), &st) != 0 && errno == ENOENT;
+      const std::string why = missing ? "no such file" : input_file_problem(path);
+      if (!why.empty()) refuse(std::string("--") + outside + " " + path + ": " + why);
+    }
+  }
   if (vm.count("check")) {
     const std::string path = get<std::string>(vm, "check");
     const std::string why = input_file_problem(path);

@@ -3,7 +3,10 @@
 // stage watchdogs and checks, with their code loaded only in trial children (stage load).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -206,4 +209,53 @@ TEST_CASE("--plugin: --bench times the plugin's combinations like built-ins, eac
   for (size_t at = text.find("\"timing\""); at != std::string::npos; at = text.find("\"timing\"", at + 1)) ++timings;
   CHECK(timings >= 4);
   CHECK(has(text, "\"mode\":\"bench\""));
+}
+
+TEST_CASE("--submission: a source that draws a compile-time warning is described and runs") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  // An invalid escape ("\d") is a SyntaxWarning shown by default from Python 3.12; with
+  // PYTHONWARNINGS=always every Python shows it. The driver's description must stay one JSON line.
+  const std::string sub = submission("_PATTERN = \"\\d+\"");
+  ::setenv("PYTHONWARNINGS", "always", 1);
+  const auto r = run_argv(with_case({"--submission", sub, "--verify", "plain"}), 60);
+  ::unsetenv("PYTHONWARNINGS");
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "result: 1 PASS -> exit 0"));
+}
+
+TEST_CASE("--plugin and --submission paths that name no readable file: exit 2 before any trial, the type named") {
+  const std::string dir = temp_dir();
+  const std::string fifo = dir + "/fifo.py";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  struct Row {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {{"--plugin", dir + "/no_such_lib.so"}, "--plugin " + dir + "/no_such_lib.so: no such file"},
+      {{"--plugin", dir}, "--plugin " + dir + ": is a directory, not a regular file"},
+      {{"--plugin", fifo}, "--plugin " + fifo + ": is a FIFO (named pipe), not a regular file"},
+      {{"--submission", dir}, "--submission " + dir + ": is a directory, not a regular file"},
+      {{"--submission", fifo}, "--submission " + fifo + ": is a FIFO (named pipe), not a regular file"},
+      {{"rehearse", "gpumode", "--submission", dir}, "--submission " + dir + ": is a directory"},
+  };
+  for (const auto& row : rows) {
+    std::vector<std::string> args = row.args;
+    if (args.front() != "rehearse") {
+      args = with_case(args);
+      args.insert(args.end(), {"--verify", "plain"});
+    }
+    const auto r = run_argv(args, 30);
+    INFO(r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.rc == 2);
+    CHECK(has(r.out, row.says));
+    CHECK(r.seconds < 5);
+    CHECK_FALSE(has(r.out, "PASS"));
+  }
 }

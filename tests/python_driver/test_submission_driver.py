@@ -340,6 +340,28 @@ class DriverTest(unittest.TestCase):
         out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE, check=True)
         self.assertTrue(json.loads(out.stdout)["alphas"])
 
+    def test_describe_is_json_alone_when_the_source_draws_warnings(self):
+        # The harness reads describe's stdout and stderr together (external.cpp). A submission whose
+        # source draws a compile-time warning (an invalid escape like "\d": a SyntaxWarning shown by
+        # default from Python 3.12, a DeprecationWarning before) must still be described: the
+        # warning is about the submission's code, not the description.
+        sub = write_submission(self.dir, 'PATTERN = "\\d+"\nNVFP4_TOGGLES = ["x1"]\n')
+        env = dict(os.environ, PYTHONWARNINGS="always")
+        out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=env, check=True)
+        self.assertEqual(json.loads(out.stdout)["toggles"], ["x1"], out.stdout)
+
+    def test_describe_refuses_an_unhashable_declaration_in_one_line(self):
+        # ast.literal_eval raises TypeError (not ValueError) for a set or dict with a list inside.
+        for body in ('NVFP4_TOGGLES = {[1]: 2}\n', 'NVFP4_DATA = {["numpy"]}\n'):
+            sub = write_submission(self.dir, body)
+            out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+            text = out.stdout.decode()
+            self.assertEqual(out.returncode, 2, text)
+            self.assertIn("must be a literal (line 1)", text)
+            self.assertNotIn("Traceback", text)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -2,6 +2,7 @@
 import ast
 import os
 import stat
+import warnings
 from time import perf_counter as _clock  # bound at import: patching time.perf_counter later does not change it
 
 PROVIDED = {"compile": ["tune"], "max-autotune": ["tune"], "graph": ["capture"]}
@@ -123,13 +124,18 @@ def file_problem(path):
 def parse_source(path, source):
     """The module's ast; TrialError naming what is wrong when it is not Python source. Python
     refuses a NUL byte anywhere in a source file (its SyntaxError carries no line), so that one is
-    found and named here first."""
+    found and named here first. Warnings the parse draws (an invalid escape such as "\\d" is a
+    SyntaxWarning shown by default from Python 3.12) are silenced: they concern the submission's
+    code, which its import reports in the trial's log, and on stderr they would corrupt describe's
+    one JSON line (the harness reads stdout and stderr together)."""
     nul = source.find(b"\0")
     if nul >= 0:
         raise TrialError("submission %s: contains a NUL byte (line %d, byte %d): not Python source text"
                          % (path, source.count(b"\n", 0, nul) + 1, nul))
     try:
-        return ast.parse(source, filename=path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source, filename=path)
     except SyntaxError as e:
         where = " at line %d" % e.lineno if isinstance(e.lineno, int) and e.lineno > 0 else ""
         raise TrialError("submission %s: syntax error%s: %s" % (path, where, e.msg))
@@ -236,7 +242,8 @@ def read_declarations(path):
                 continue
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                # TypeError: a set or dict literal with an unhashable item ({[1]: 2}).
                 raise TrialError("submission %s: %s must be a literal (line %d)" % (path, target.id, node.lineno))
             if target.id == "NVFP4_DATA":
                 if value not in ("torch", "numpy"):
