@@ -245,10 +245,12 @@ void print_table(std::ostream& os, const std::vector<Row>& rows, double peak, co
 // The bench's cases: --shape/--dist/--seed win over their --bench-* twins (giving both is ambiguous);
 // the defaults are GPU MODE's benchmark shapes. `shape_list` gets the shapes as the extras child reads them.
 std::vector<CaseSpec> bench_cases(const po::variables_map& vm, std::string& shape_list) {
+  // Given means on the command line: --warmup has a default, so it is always in vm.
   auto either = [&](const char* general, const char* bench) {
-    if (vm.count(general) && !vm[bench].defaulted())
+    const bool general_given = vm.count(general) && !vm[general].defaulted();
+    if (general_given && !vm[bench].defaulted())
       throw InputError(std::string("--") + general + " and --" + bench + " both set it; give one");
-    return vm.count(general) && !vm[general].defaulted();
+    return general_given;
   };
   const SuiteFilter filter = cli::suite_filter(vm);
   std::vector<Shape> shapes;
@@ -417,12 +419,29 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
   // Every bench case must fit in memory, as verify's (cli_checks.hpp), before any trial.
   const cli::MemoryLimit memory = cli::memory_limit(vm);
   for (const auto& c : cases) cli::check_memory(c.shape, opt.runs, memory, vm.count("shape") ? "--shape" : "--bench-shapes");
+  // The stopping rule's numbers, refused out of range rather than silently replaced (NaN fails
+  // every comparison). min_reps is then raised to 3: a median's MAD needs three calls.
+  const double rse = vm["bench-rse"].as<double>(), max_time = vm["bench-max-time"].as<double>();
+  const int min_reps = vm["bench-min-reps"].as<int>(), max_reps = vm["bench-max-reps"].as<int>();
+  if (!(rse >= 0) || !std::isfinite(rse))
+    throw InputError("--bench-rse must be a finite number >= 0 (a relative standard error; got " + std::to_string(rse) + ")");
+  if (!(max_time > 0) || !(max_time <= 1e6))
+    throw InputError("--bench-max-time must be a positive number of seconds, at most 1e6 (got " +
+                     std::to_string(max_time) + ")");
+  if (min_reps < 1 || max_reps > 10000000 || max_reps < min_reps)
+    throw InputError("--bench-min-reps and --bench-max-reps must satisfy 1 <= min <= max <= 10000000 (got " +
+                     std::to_string(min_reps) + " and " + std::to_string(max_reps) + ")");
+  if (vm["bench-warmup"].as<int>() < 0)
+    throw InputError("--bench-warmup must be >= 0 (got " + std::to_string(vm["bench-warmup"].as<int>()) + ")");
+  if (vm["bench-peak-size"].as<int>() < 0)
+    throw InputError("--bench-peak-size must be >= 0 (0 skips the peak; got " +
+                     std::to_string(vm["bench-peak-size"].as<int>()) + ")");
   opt.bench = true;
-  opt.timing.rse = vm["bench-rse"].as<double>();
-  opt.timing.max_time_s = vm["bench-max-time"].as<double>();
-  opt.timing.min_reps = std::max(3, vm["bench-min-reps"].as<int>());
-  opt.timing.max_reps = std::max(opt.timing.min_reps, vm["bench-max-reps"].as<int>());
-  if (vm["warmup"].defaulted()) opt.warmup = std::max(0, vm["bench-warmup"].as<int>());
+  opt.timing.rse = rse;
+  opt.timing.max_time_s = max_time;
+  opt.timing.min_reps = std::max(3, min_reps);
+  opt.timing.max_reps = std::max(opt.timing.min_reps, max_reps);
+  if (vm["warmup"].defaulted()) opt.warmup = vm["bench-warmup"].as<int>();
   const double extras_budget = vm["bench-budget"].as<double>();
   if (!(extras_budget > 0) || !(extras_budget <= 1e6))
     throw InputError("--bench-budget must be a positive number of seconds, at most 1e6");

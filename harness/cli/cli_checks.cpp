@@ -103,6 +103,9 @@ void check_values(const po::variables_map& vm) {
   };
   at_least("warmup", 0);
   at_least("runs", 1);
+  if (get<int>(vm, "runs") > kMaxRuns)
+    refuse("--runs must be at most " + std::to_string(kMaxRuns) + " (got " + std::to_string(get<int>(vm, "runs")) +
+           "): each checked call's input set and exact reference are built before the trial");
   at_least("tune-reps", 1);
   // Seconds are bounded so that deadline arithmetic cannot overflow (a huge budget would wrap
   // into the past); NaN fails both comparisons.

@@ -32,7 +32,11 @@ namespace nvfp4::cli {
 // unsigned integer option (--seed, --bench-seed) a decimal number below 2^64.
 void check_tokens(const boost::program_options::parsed_options& parsed);
 
-// Ranges of every numeric option, each refusal naming its option (--runs >= 1, budgets in (0, 1e6],
+// The most checked calls a trial makes (--runs): each has an input set and an exact reference of
+// its own, which the parent builds and stores before the trial starts, outside any watchdog.
+constexpr int kMaxRuns = 1000;
+
+// Ranges of every numeric option, each refusal naming its option (--runs in [1, kMaxRuns], budgets in (0, 1e6],
 // --max-memory > 0, ...), and the options that only make sense together (--batch-last, --check
 // and --save-output need --inputs; --verify and --bisect are separate modes; --shape/--dist/--seed
 // describe generated cases, not with --inputs).

@@ -1,6 +1,6 @@
 // test_bad_input.cpp — the harness refuses bad input up front (harness/cli/cli_checks.hpp).
 //
-// Length: about 640 lines, over the project's ~600: one table per kind of input (files, options,
+// Length: about 660 lines, over the project's ~600: one table per kind of input (files, options,
 // modes, stages), sharing the row checker below; a row is one line, and splitting the tables apart
 // would repeat the checker.
 //
@@ -505,6 +505,17 @@ std::vector<Row> option_rows(Files& f) {
       "--shape and --bench-shapes", "give one");
   opt({"--bench", "bogus", "--backend", "cpu"}, "--bench", "unknown optimization 'bogus'");
   opt({"bench", "plain", "--backend", "cpu", "--shape", "1048576x1048576x16"}, "--shape", "needs about");
+  // The stopping rule's numbers: refused, not silently replaced.
+  for (const char* v : {"-1", "nan", "inf"}) opt({"bench", "plain", "--backend", "cpu", "--bench-rse", v}, "--bench-rse", ">= 0");
+  for (const char* v : {"0", "-1", "nan", "1e300"})
+    opt({"bench", "plain", "--backend", "cpu", "--bench-max-time", v}, "--bench-max-time", "at most 1e6");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "0"}, "--bench-min-reps", "1 <= min <= max");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-max-reps", "0"}, "--bench-max-reps", "(got 50 and 0)");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "10", "--bench-max-reps", "5"}, "--bench-min-reps",
+      "(got 10 and 5)");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "2147483647"}, "--bench-min-reps", "<= 10000000");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-warmup", "-1"}, "--bench-warmup", ">= 0");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-peak-size", "-1"}, "--bench-peak-size", ">= 0");
   opt({"--verify", "plain", "--tune-cache", "/proc/nvfp4-no-such-dir"}, "--tune-cache", "cannot be created");
   opt({"--verify", "plain", "--backend", "all,cpu"}, "--backend", "'all' stands alone");
   opt({"render", out}, "harness render needs --html", "");
@@ -537,6 +548,8 @@ std::vector<Row> option_rows(Files& f) {
   opt({"--verify", "plain", "--runs", "0"}, "--runs", ">= 1");
   opt({"--verify", "plain", "--runs", "-5"}, "--runs", ">= 1");
   opt({"--verify", "plain", "--runs", "99999999999"}, "--runs", "invalid");
+  opt({"--verify", "plain", "--runs", "100000"}, "--runs", "at most 1000");  // 100000 references, no watchdog
+  opt({"--verify", "plain", "--runs", "2147483647"}, "--runs", "at most 1000");
   opt({"--verify", "plain", "--warmup", "-1"}, "--warmup", ">= 0");
   opt({"--verify", "plain", "--tune-reps", "0"}, "--tune-reps", ">= 1");
   opt({"--verify", "plain", "--tune-time", "0"}, "--tune-time", "positive number of seconds");

@@ -2,7 +2,7 @@
 // through the harness binary: every (shape, combination) is a verified trial with a stage time and
 // a timing in the table and the JSON; a path that is wrong when timed (a fault drill on the timed
 // outputs) or when checked is FAIL and reports no time; a hang in stage time is a TIMEOUT naming
-// it; the bench JSON reads back and renders.
+// it; the bench JSON reads back and renders; --bench-warmup sets the warm-up when --warmup is not given.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -146,6 +146,18 @@ TEST_CASE("bench takes the suite options and writes the report of every mode (--
   CHECK(report.at("trials").items()[0].at("case").str_or("name", "") == "32x32x64 ones seed 5");
   CHECK(has(harness_cli::read_text(dir + "/b.xml"), "<testcase"));
   CHECK(has(harness_cli::read_text(dir + "/b.html"), "<html"));
+}
+
+TEST_CASE("--bench-warmup alone sets a bench trial's warm-up; with --warmup as well it is refused") {
+  const std::string dir = harness_cli::temp_dir();
+  const auto r = harness_cli::run("bench plain --backend cpu --shape 32x32x64 --bench-warmup 5 --bench-min-reps 3 "
+                                  "--bench-max-time 0.05 --json " + dir + "/b.json");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK(nvfp4::read_json_file(dir + "/b.json").at("options").at("warmup").number() == 5);
+  const auto both = harness_cli::run("bench plain --backend cpu --shape 32x32x64 --warmup 2 --bench-warmup 5");
+  CHECK(both.rc == 2);
+  CHECK(has(both.out, "--warmup and --bench-warmup both set it; give one"));
 }
 
 TEST_CASE("bench times a Python submission through the same bench trials (numpy: host clock)") {
