@@ -29,6 +29,21 @@ void write_with(const std::string& path, Write write) {
   write_output(path, f.str());
 }
 
+// A report render can draw, of this harness's schema: a JSON object with a "trials" array (verify,
+// bisect and merged reports) or, for a bench report, its "shapes" array (html_report.hpp draws
+// bench reports from their rows). Anything else (another tool's JSON, a check or rehearse report)
+// is refused, naming the file, instead of rendering as an empty page.
+void check_renderable(const JsonValue& r, const std::string& path) {
+  if (!r.is_object()) throw InputError(path + ": not a harness report (not a JSON object)");
+  const JsonValue* rows = r.find(is_bench_report(r) ? "shapes" : "trials");
+  if (!rows || !rows->is_array())
+    throw InputError(path + ": not a harness report with " + (is_bench_report(r) ? "shapes" : "trials") +
+                     " (verify, bisect or bench; its mode is '" + r.str_or("mode", "") + "')");
+  if (const JsonValue* schema = r.find("schema"); schema && !(schema->is_number() && schema->number() == kReportSchema))
+    throw InputError(path + ": report schema " + schema->text() + "; this harness reads schema " +
+                     std::to_string(kReportSchema));
+}
+
 }  // namespace
 
 void emit(const po::variables_map& vm, const std::string& json, const std::string& label) {
@@ -46,7 +61,10 @@ int render_mode(const po::variables_map& vm) {
   if (!vm.count("html") && !vm.count("junit")) throw InputError("harness render needs --html OUT.html and/or --junit OUT.xml");
   std::vector<JsonValue> reports;
   const auto paths = vm["report-html"].as<std::vector<std::string>>();
-  for (const auto& p : paths) reports.push_back(read_json_file(p));
+  for (const auto& p : paths) {
+    reports.push_back(read_json_file(p));
+    check_renderable(reports.back(), p);
+  }
   if (vm.count("junit")) {
     if (reports.size() != 1) throw InputError("--junit with render needs exactly one report");
     write_with(vm["junit"].as<std::string>(), [&](std::ostream& f) { write_junit(f, reports.front()); });

@@ -6,8 +6,11 @@
 // runs the page without script errors is tests/report/html_chromium.sh.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness_cli.hpp"
 #include "json_read.hpp"
@@ -169,6 +172,30 @@ TEST_CASE("html: bad input is exit 2") {
   auto r = harness_cli::run("--report-html " + dir + "/bad.json --html " + dir + "/x.html");
   CHECK(r.rc == 2);
   CHECK(has(r.out, dir + "/bad.json: JSON: expected"));
+  // Valid JSON that is no report with trials (another tool's, a check or rehearse report) is
+  // refused, not rendered as an empty page.
+  const std::vector<std::pair<std::string, std::string>> not_reports = {
+      {"[]", "not a JSON object"},
+      {"\"report\"", "not a JSON object"},
+      {"{}", "not a harness report with trials"},
+      {"{\"ok\": true, \"case\": \"case dir x\"}", "its mode is ''"},
+      {"{\"schema\": 1, \"mode\": \"rehearse\"}", "its mode is 'rehearse'"},
+      {"{\"mode\": \"verify\", \"trials\": 3}", "not a harness report with trials"},
+      {"{\"mode\": \"bench\"}", "not a harness report with shapes"},
+      {"{\"schema\": 2, \"mode\": \"verify\", \"trials\": []}", "report schema 2"}};
+  for (const auto& [text, reason] : not_reports) {
+    {
+      std::ofstream f(dir + "/other.json");
+      f << text;
+    }
+    for (const char* out : {" --html ", " --junit "}) {
+      r = harness_cli::run("render " + dir + "/other.json" + out + dir + "/x.out");
+      INFO((text + out + r.out));
+      CHECK(r.rc == 2);
+      CHECK(has(r.out, dir + "/other.json: "));
+      CHECK(has(r.out, reason));
+    }
+  }
   r = harness_cli::run("--verify plain --backend cpu --html /nonexistent-dir/x.html");
   CHECK(r.rc == 2);
   CHECK(has(r.out, "--html /nonexistent-dir/x.html: its directory /nonexistent-dir does not exist"));
