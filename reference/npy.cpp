@@ -83,6 +83,9 @@ std::string excerpt(const char* p, const char* end) {
   return out;
 }
 
+// A header string (a key, a descr) as it may appear in a message: one line, escaped like excerpt().
+std::string printable(const std::string& s) { return excerpt(s.data(), s.data() + s.size()); }
+
 // Tokenizer over the header bytes [p, end). Every step checks the bound.
 class HeaderParser {
  public:
@@ -184,7 +187,7 @@ NpyType parse_descr(const std::string& d, const std::string& name) {
   if (d.size() == 3 && d[0] == '>' && d[1] == 'f')
     fail(name, "big-endian dtype '" + d + "' is not supported; save it little-endian (arr.astype('<" + d.substr(1) +
                    "'))");
-  fail(name, "unsupported dtype '" + d + "' (supported: |u1 uint8, <f2 float16, <f4 float32, <f8 float64)");
+  fail(name, "unsupported dtype '" + printable(d) + "' (supported: |u1 uint8, <f2 float16, <f4 float32, <f8 float64)");
 }
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -258,7 +261,7 @@ NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size
       shape = hp.shape_tuple();
       have_shape = true;
     } else {
-      hp.bad("unexpected key '" + key + "'");
+      hp.bad("unexpected key '" + printable(key) + "'");
     }
     if (hp.accept('}')) break;
     hp.expect(',', "between header entries");

@@ -1,6 +1,6 @@
 // test_bad_input.cpp — the harness refuses bad input up front (harness/cli/cli_checks.hpp).
 //
-// Length: about 660 lines, over the project's ~600: one table per kind of input (files, options,
+// Length: about 665 lines, over the project's ~600: one table per kind of input (files, options,
 // modes, stages), sharing the row checker below; a row is one line, and splitting the tables apart
 // would repeat the checker.
 //
@@ -165,6 +165,10 @@ std::vector<Row> case_file_rows(Files& f, const std::string& out) {
   bad_a("dtype int32", npy(1, dict("<i4", ok_shape), 256), "unsupported dtype '<i4'");
   bad_a("dtype bool", npy(1, dict("|b1", ok_shape), 64), "unsupported dtype '|b1'");
   bad_a("dtype object", npy(1, dict("|O", ok_shape), 512), "unsupported dtype '|O'");
+  // Header strings are echoed escaped: the refusal stays one line, no terminal control reaches it.
+  bad_a("a newline in descr", npy(1, dict("<\nf2", ok_shape), 128), "unsupported dtype '<\\x0af2'");
+  bad_a("an escape in a key", npy(1, "{'descr': '|u1', 'fortran_order': False, 'sh\x1b[31mape': (4, 16)}", 64),
+        "unexpected key 'sh\\x1b[31mape'");
   bad_a("structured dtype", npy(1, "{'descr': [('x', '|u1')], 'fortran_order': False, 'shape': (4, 16)}", 64),
         "structured dtypes");
   bad_a("negative dimension", npy(1, dict(u8, "(-4, 16)"), 64), "non-negative integer");
