@@ -138,7 +138,8 @@ double budget_of(const Budgets& b, const std::string& stage) {
   return s ? b.of(s->id) : b.trial;
 }
 
-void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk) {
+void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk,
+              bool reap) {
   const auto trial_deadline = talk.t0 + secs(b.trial);
   talk.stage_t0 = talk.t0;
   auto stage_deadline = talk.t0 + secs(budget_of(b, talk.stage));
@@ -225,12 +226,34 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     }
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
     struct pollfd p = {fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, int(std::min<int64_t>(ms, 1000)));
+    const int r = ::poll(&p, 1, int(std::min<int64_t>(ms, reap ? 100 : 1000)));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
     }
-    if (r == 0) continue;  // re-check the deadline
+    if (r == 0) {  // nothing to read: re-check the deadline, and whether the child is gone
+      if (reap && waitpid(pid_t(pid), &talk.reaped_status, WNOHANG) == pid_t(pid)) {
+        // Gone. What it wrote before exiting is in the pipe now: read it all; EOF then means
+        // nobody else holds the write end, no EOF means somebody does.
+        talk.reaped = true;
+        talk.pipe_held = true;
+        char buf[4096];
+        while (!talk.end) {
+          struct pollfd q = {fd, POLLIN, 0};
+          if (::poll(&q, 1, 0) <= 0) break;
+          const ssize_t n = ::read(fd, buf, sizeof buf);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) {
+            talk.pipe_held = n < 0;
+            break;
+          }
+          pending.append(buf, size_t(n));
+          drain();
+        }
+        break;
+      }
+      continue;
+    }
     char buf[4096];
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
@@ -379,14 +402,24 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe, const EnvO
   } child_guard{pid};
   std::string pending;
   const Budgets& b = spec.options.budget;
-  converse(fds[0], pid, b, pending, rep, talk);
+  converse(fds[0], pid, b, pending, rep, talk, true);
   read_end.close();
   child_guard.armed = false;
 
   // Reap the child. After its pipe closed it has little left to do; give it a grace period.
   // A killed child is waited for at most kReapSeconds (see reap_within).
   int status = 0;
-  if (talk.killed) {
+  if (talk.reaped) {
+    status = talk.reaped_status;
+    if (talk.pipe_held) {
+      // A process it started (a fork that outlives it) kept the pipe open: its group goes. (Only the
+      // group: the child's own pid is reaped and could be anyone's now; the group's id is not
+      // reused while a member lives.)
+      kill(-pid_t(pid), SIGKILL);
+      rep.notes.push_back("the child exited while a process it started still held its report pipe open "
+                          "(a fork that outlives its parent); the child's process group was killed");
+    }
+  } else if (talk.killed) {
     if (!reap_within(pid, &status, kReapSeconds)) rep.notes.push_back(left_behind(pid));
   } else if (!reap_within(pid, &status, 10.0)) {
     kill_group(pid);

@@ -40,12 +40,21 @@ struct Conversation {
   std::vector<int> config_sets;            // stage configs: the input set of each configuration's call
   std::vector<std::string> config_names;   // ... and the configuration's name
   size_t mid_g = 0, mid_u = 0;
+  // One-shot children (converse's `reap`): the child exited and was reaped with this status while
+  // a process it started still held the pipe's write end open (so no EOF came).
+  bool reaped = false;
+  int reaped_status = 0;
+  bool pipe_held = false;  // ... and after it the pipe gave no EOF: some other process holds it
 };
 
 // Reads message lines from `fd` (bytes of a partial line stay in `pending`) into `rep` and `talk`
 // until EOF, an `end` line, or the stage's or the trial's deadline; past a deadline it kills the
-// process group `pid` (talk.killed).
-void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk);
+// process group `pid` (talk.killed). With `reap` (a one-shot child, not a worker), also until the
+// child `pid` has exited and the pipe holds nothing more: a process the child started that
+// inherited the pipe and keeps running (a submission that forks) then ends the talk neither with
+// EOF nor by the trial's budget (talk.reaped; the caller kills the group).
+void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk,
+              bool reap = false);
 // Fills rep's outcome, stage, times and message from `talk` and the child's wait `status` (a
 // worker that said `end` is alive: status 0). `log_path`: the trial's child.log.
 void conclude(ChildReport& rep, const Conversation& talk, int status, const Budgets& b,

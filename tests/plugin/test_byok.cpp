@@ -228,6 +228,29 @@ TEST_CASE("--submission: a source that draws a compile-time warning is described
   CHECK(has(r.out, "result: 1 PASS -> exit 0"));
 }
 
+TEST_CASE("--submission: a process it forks and leaves running does not hold the trial past its end") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  // The forked process inherits the report pipe and sleeps on: the trial child exits after its
+  // last message, but no EOF comes. The parent ends the talk when the child is gone and kills its
+  // process group, instead of waiting for the trial's budget (20 s here, 300 s by default).
+  const std::string sub = submission(
+      "import os\n"
+      "if os.fork() == 0:\n"
+      "    time.sleep(60)\n"
+      "    os._exit(0)");
+  const std::string json = temp_dir() + "/r.json";
+  const auto r = run_argv(with_case({"--submission", sub, "--verify", "plain", "--budget-trial", "20", "--json", json}), 60);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "result: 1 PASS -> exit 0"));
+  CHECK(r.seconds < 15);
+  CHECK(has(read_text(json), "still held its report pipe open"));
+}
+
 TEST_CASE("--plugin and --submission paths that name no readable file: exit 2 before any trial, the type named") {
   const std::string dir = temp_dir();
   const std::string fifo = dir + "/fifo.py";
