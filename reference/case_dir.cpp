@@ -102,7 +102,12 @@ CaseHeaders read_headers(const std::string& dir, bool batch_last) {
 
   const int64_t L = a.L, M = a.rows, N = b1.rows, K = 2 * a.cols;
   const std::string ks = "K = " + std::to_string(K) + " (from a.npy, " + std::to_string(a.cols) + " bytes per row)";
-  if (K % 16 != 0) fail(a.path, ks + " is not a multiple of 16 (one E4M3 scale per 16 elements)");
+  if (K % 16 != 0)
+    fail(a.path, ks + " is not a multiple of 16 (one E4M3 scale per 16 elements)" +
+                     (!batch_last && a.stored.size() == 3
+                          ? std::string("; read batch-first as (L, M, K/2): if the file is (M, K/2, L) (GPU MODE's "
+                                        "order), pass --batch-last")
+                          : std::string()));
   for (const Operand* op : {&c.b1, &c.b2, &c.sfa, &c.sfb1, &c.sfb2})
     if (op->L != L)
       fail(op->path, "L = " + std::to_string(op->L) + " but a.npy has L = " + std::to_string(L) +

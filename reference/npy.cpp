@@ -187,7 +187,15 @@ NpyType parse_descr(const std::string& d, const std::string& name) {
   if (d.size() == 3 && d[0] == '>' && d[1] == 'f')
     fail(name, "big-endian dtype '" + d + "' is not supported; save it little-endian (arr.astype('<" + d.substr(1) +
                    "'))");
-  fail(name, "unsupported dtype '" + printable(d) + "' (supported: |u1 uint8, <f2 float16, <f4 float32, <f8 float64)");
+  std::string hint;
+  if (d == "|i1" || d == "<i1" || d == ">i1" || d == "i1")
+    hint = "; packed FP4 codes and E4M3 scale bytes are unsigned bytes: save arr.view(np.uint8)";
+  else if (d.size() >= 2 && (d[0] == '|' || d[0] == '<' || d[0] == '>') && d[1] == 'V')
+    hint = "; a void (raw bytes) dtype is what numpy writes for ml_dtypes' float8 and float4 arrays: save "
+           "arr.view(np.uint8) (a float4_e2m1fn array holds one code per byte: pack two per byte first, "
+           "element 2j in the low nibble)";
+  fail(name, "unsupported dtype '" + printable(d) + "' (supported: |u1 uint8, <f2 float16, <f4 float32, <f8 float64)" +
+                 hint);
 }
 
 std::string shape_str(const std::vector<int64_t>& s) {

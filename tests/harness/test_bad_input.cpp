@@ -165,6 +165,11 @@ std::vector<Row> case_file_rows(Files& f, const std::string& out) {
   bad_a("dtype int32", npy(1, dict("<i4", ok_shape), 256), "unsupported dtype '<i4'");
   bad_a("dtype bool", npy(1, dict("|b1", ok_shape), 64), "unsupported dtype '|b1'");
   bad_a("dtype object", npy(1, dict("|O", ok_shape), 512), "unsupported dtype '|O'");
+  // What other tools write by mistake gets a hint: int8 bytes, ml_dtypes arrays (a void dtype).
+  bad_a("dtype int8", npy(1, dict("|i1", ok_shape), 64), "unsigned bytes: save arr.view(np.uint8)");
+  bad_a("an ml_dtypes array", npy(1, dict("|V1", ok_shape), 64), "numpy writes for ml_dtypes' float8 and float4");
+  // GPU MODE's (M, K/2, L) read batch-first: K = 2, with the flag that reads it named.
+  bad_a("batch-last read batch-first", npy(1, dict(u8, "(4, 16, 1)"), 64), "pass --batch-last");
   // Header strings are echoed escaped: the refusal stays one line, no terminal control reaches it.
   bad_a("a newline in descr", npy(1, dict("<\nf2", ok_shape), 128), "unsupported dtype '<\\x0af2'");
   bad_a("an escape in a key", npy(1, "{'descr': '|u1', 'fortran_order': False, 'sh\x1b[31mape': (4, 16)}", 64),

@@ -362,6 +362,21 @@ class DriverTest(unittest.TestCase):
             self.assertIn("must be a literal (line 1)", text)
             self.assertNotIn("Traceback", text)
 
+    def test_describe_reads_annotated_declarations(self):
+        # `NAME: type = value` declares as `NAME = value` does; a bare annotation declares nothing.
+        sub = write_submission(self.dir, 'NVFP4_TOGGLES: list = ["x1"]\nNVFP4_DATA: str = "numpy"\n'
+                                         'NVFP4_ALPHAS: bool\n')
+        out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE, check=True)
+        d = json.loads(out.stdout)
+        self.assertEqual(d["toggles"], ["x1"])
+        self.assertEqual(d["data"], "numpy")
+        self.assertFalse(d["alphas"])
+        sub = write_submission(self.dir, 'NVFP4_TOGGLES: list = ["Bad Name"]\n')
+        out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        self.assertEqual(out.returncode, 2, out.stdout)
+        self.assertIn("bad toggle name", out.stdout.decode())
+
 
 if __name__ == "__main__":
     unittest.main()

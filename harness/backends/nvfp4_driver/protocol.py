@@ -235,9 +235,15 @@ def read_declarations(path):
                          % (path, literal[1], literal[0]))
     d = Declarations(kernel=binds_custom_kernel(tree))
     for node in tree.body:
-        if not isinstance(node, ast.Assign):
+        # `NVFP4_TOGGLES = [...]`, or annotated, `NVFP4_TOGGLES: list = [...]` (a bare annotation
+        # without a value declares nothing).
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
             continue
-        for target in node.targets:
+        for target in targets:
             if not isinstance(target, ast.Name) or target.id not in DECLARED:
                 continue
             try:
