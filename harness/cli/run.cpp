@@ -131,7 +131,10 @@ struct Setup {
 };
 
 // Outside paths: registered as manifests (external.hpp); their code runs only in trial children.
-// A plugin whose load probe fails is that probe's result (TIMEOUT, CRASH or ERROR in stage load),
+// A library the plugin loader refuses (not a shared library, or it cannot be opened here; no
+// nvfp4_plugin_v1_get; another ABI version; a malformed table) is not a plugin: bad input, exit 2
+// before any trial, with the loader's reason. A plugin whose load itself fails (its static
+// initialization hangs or crashes) is that probe's result (TIMEOUT or CRASH in stage load),
 // recorded once the session exists; the other backends still run.
 std::vector<std::string> register_outside(const po::variables_map& vm, Setup& s) {
   std::vector<std::string> external_backends;
@@ -162,6 +165,9 @@ std::vector<std::string> register_outside(const po::variables_map& vm, Setup& s)
       external_backends.push_back(m.backend);
       continue;
     }
+    static const std::string kRefused = "InputError: ";  // the child's report of a loader refusal
+    if (probe.outcome == Outcome::Error && probe.message.compare(0, kRefused.size(), kRefused) == 0)
+      throw InputError("--plugin " + path + ": not a usable plugin: " + probe.message.substr(kRefused.size()));
     const auto suite = narrow_suite(default_suite(spec.backend), s.filter);
     if (!suite.empty()) spec.c = suite.front();
     ReferenceCache unused;
