@@ -196,14 +196,12 @@ Plan plan_rehearsal(const po::variables_map& vm) {
       }
 
   // The submission: the driver reads its declarations without importing it (InputError: missing
-  // file, syntax error, malformed declarations, custom_kernel bound only to a literal). A path
-  // that is no regular file is named as what it is (the driver would block reading a FIFO).
+  // file, syntax error, malformed declarations, custom_kernel bound only to a literal or not at
+  // all). A path that is no regular file is named as what it is (the driver would block reading a
+  // FIFO).
   if (const std::string why = input_file_problem(subs.front()); !why.empty())
     throw InputError("--submission " + subs.front() + ": " + (why == "does not exist" ? "no such file" : why));
   p.sub = describe_submission(subs.front()).first;
-  if (!p.sub.binds_kernel)
-    throw InputError("--submission " + p.sub.path + ": defines no custom_kernel (the evaluator imports custom_kernel "
-                     "from it)");
   p.toggles = vm["toggles"].as<std::string>();
   if (p.toggles.find(',') != std::string::npos)
     throw InputError("--toggles " + p.toggles + ": one combination, names joined with '+' (e.g. a+b)");

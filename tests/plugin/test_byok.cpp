@@ -156,18 +156,27 @@ TEST_CASE("--submission: import-time work shows in stage load, and its budget st
   CHECK(has(t.out, "stage load exceeded its budget of 1.0 s"));
 }
 
-TEST_CASE("--submission: a submission without custom_kernel is an ERROR naming the reason") {
+TEST_CASE("--submission: a submission without custom_kernel is bad input, or an ERROR in stage load where only its import can tell") {
   if (!have_numpy()) {
     MESSAGE("numpy is not importable here: not run");
     return;
   }
+  // Nothing in the source binds the name: refused before any trial, as the rehearsal refuses it.
   const std::string none = submission("X = 1", false);
   const auto r = run_argv(with_case({"--submission", none, "--verify", "plain"}), 60);
   INFO(r.out);
   REQUIRE_FALSE(r.timed_out);
-  CHECK(r.rc == 1);
-  CHECK(has(r.out, "defines no custom_kernel(data)"));
-  CHECK(has(r.out, "in stage load"));
+  CHECK(r.rc == 2);
+  CHECK(has(r.out, "defines no custom_kernel"));
+  CHECK_FALSE(has(r.out, "Summary"));
+  // A binding the source cannot settle (globals() here) is tried: the import tells.
+  const std::string dynamic = submission("globals()['other_name'] = 1", false);
+  const auto d = run_argv(with_case({"--submission", dynamic, "--verify", "plain"}), 60);
+  INFO(d.out);
+  REQUIRE_FALSE(d.timed_out);
+  CHECK(d.rc == 1);
+  CHECK(has(d.out, "defines no custom_kernel(data)"));
+  CHECK(has(d.out, "in stage load"));
   const auto missing = run_argv({"--submission", "/nonexistent/sub.py", "--verify", "plain"}, 30);
   CHECK(missing.rc == 2);
   CHECK(has(missing.out, "no such file"));
