@@ -332,8 +332,10 @@ int64_t ReferenceStore::trim() {
       if (now - int64_t(st.st_mtime) > kStaleTmpSeconds) ::unlink(path.c_str());
       continue;
     }
-    entries.push_back({int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, uint64_t(st.st_size), path});
-    total += uint64_t(st.st_size);
+    // What the entry takes on disk: a small one still fills a whole block.
+    const uint64_t bytes = std::max<uint64_t>(uint64_t(st.st_size), uint64_t(st.st_blocks) * 512);
+    entries.push_back({int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, bytes, path});
+    total += bytes;
   }
   ::closedir(d);
   if (total <= max_bytes_) return 0;

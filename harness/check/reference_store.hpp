@@ -31,7 +31,8 @@
 // reader that has the file open. No fsync: after a power loss an entry may be torn, and the checks
 // above reject it.
 //
-// Bound: at most max_bytes (kDefaultMaxBytes unless given) of entries. Each run trims the store
+// Bound: at most max_bytes (kDefaultMaxBytes unless given) of entries, counted as they take on disk
+// (a small entry fills a whole file-system block). Each run trims the store
 // when it opens it and, if it wrote anything, when it ends: entries are removed least recently
 // used first (a hit refreshes an entry's mtime), until the total is within the bound; temporary
 // files older than an hour (a writer that was killed) go too. Only files named like entries or
