@@ -74,7 +74,7 @@ po::options_description group_options(Group g) {
       po::options_description o("Trials");
       o.add_options()
           ("warmup", po::value<int>()->default_value(d.warmup), "eager calls in stage warmup")
-          ("runs", po::value<int>()->default_value(d.runs), "checked calls in stage run (each one checked)")
+          ("runs", po::value<int>()->default_value(d.runs), "checked calls in stage run (each one checked; 1 to 1000)")
           ("fresh", po::value<std::string>()->default_value(input_set_name(d.fresh)),
            "what each checked call gets new: 'activations' (A and SFA, as in an engine) or 'all' (all six "
            "inputs and the alphas)")
