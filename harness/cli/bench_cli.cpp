@@ -420,17 +420,20 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
   const cli::MemoryLimit memory = cli::memory_limit(vm);
   for (const auto& c : cases) cli::check_memory(c.shape, opt.runs, memory, vm.count("shape") ? "--shape" : "--bench-shapes");
   // The stopping rule's numbers, refused out of range rather than silently replaced (NaN fails
-  // every comparison). min_reps is then raised to 3: a median's MAD needs three calls.
+  // every comparison). At least three calls: a median's spread (MAD) needs three. A --bench-max-reps
+  // below the default minimum, the minimum not given, lowers the minimum with it.
   const double rse = vm["bench-rse"].as<double>(), max_time = vm["bench-max-time"].as<double>();
-  const int min_reps = vm["bench-min-reps"].as<int>(), max_reps = vm["bench-max-reps"].as<int>();
+  int min_reps = vm["bench-min-reps"].as<int>();
+  const int max_reps = vm["bench-max-reps"].as<int>();
+  if (vm["bench-min-reps"].defaulted() && !vm["bench-max-reps"].defaulted()) min_reps = std::min(min_reps, max_reps);
   if (!(rse >= 0) || !std::isfinite(rse))
     throw InputError("--bench-rse must be a finite number >= 0 (a relative standard error; got " + std::to_string(rse) + ")");
   if (!(max_time > 0) || !(max_time <= 1e6))
     throw InputError("--bench-max-time must be a positive number of seconds, at most 1e6 (got " +
                      std::to_string(max_time) + ")");
-  if (min_reps < 1 || max_reps > 10000000 || max_reps < min_reps)
-    throw InputError("--bench-min-reps and --bench-max-reps must satisfy 1 <= min <= max <= 10000000 (got " +
-                     std::to_string(min_reps) + " and " + std::to_string(max_reps) + ")");
+  if (min_reps < 3 || max_reps > 10000000 || max_reps < min_reps)
+    throw InputError("--bench-min-reps and --bench-max-reps must satisfy 3 <= min <= max <= 10000000 (a median's "
+                     "spread needs three calls; got " + std::to_string(min_reps) + " and " + std::to_string(max_reps) + ")");
   if (vm["bench-warmup"].as<int>() < 0)
     throw InputError("--bench-warmup must be >= 0 (got " + std::to_string(vm["bench-warmup"].as<int>()) + ")");
   if (vm["bench-peak-size"].as<int>() < 0)
@@ -439,8 +442,8 @@ int bench_mode(const po::variables_map& vm, TrialOptions opt, const std::vector<
   opt.bench = true;
   opt.timing.rse = rse;
   opt.timing.max_time_s = max_time;
-  opt.timing.min_reps = std::max(3, min_reps);
-  opt.timing.max_reps = std::max(opt.timing.min_reps, max_reps);
+  opt.timing.min_reps = min_reps;
+  opt.timing.max_reps = max_reps;
   if (vm["warmup"].defaulted()) opt.warmup = vm["bench-warmup"].as<int>();
   const double extras_budget = vm["bench-budget"].as<double>();
   if (!(extras_budget > 0) || !(extras_budget <= 1e6))

@@ -9,13 +9,19 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
@@ -168,6 +174,68 @@ std::vector<std::string> child_environment(const EnvOverrides& extra) {
   }
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
+}
+
+
+// ---- what /proc says about other processes ----------------------------------------------------
+
+// "sleep 77": /proc/PID/cmdline with spaces for NULs and '?' for any byte that is not printable
+// ASCII (the report is JSON text), at most 80 characters; "" when gone.
+std::string command_of(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  for (char& ch : text)
+    if (ch == '\0') ch = ' ';
+    else if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) ch = '?';
+  return text.size() > 80 ? text.substr(0, 77) + "..." : text;
+}
+
+// A process's parent and process group from /proc/PID/stat (the fields after the command, which is
+// in parentheses and may hold any character); false when it is gone.
+bool proc_stat(int pid, int* ppid, int* pgid, char* state) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(text.substr(close + 1));
+  char st = 0;
+  int pp = 0, pg = 0;
+  if (!(rest >> st >> pp >> pg)) return false;
+  *ppid = pp;
+  *pgid = pg;
+  *state = st;
+  return true;
+}
+
+std::vector<int> all_pids() {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) pids.push_back(std::atoi(name.c_str()));
+  }
+  return pids;
+}
+
+// The processes that hold a descriptor of the pipe whose inode is `ino` ("pipe:[ino]" in
+// /proc/PID/fd), other than this one.
+std::vector<int> pipe_holders(unsigned long ino) {
+  std::vector<int> out;
+  const std::string want = "pipe:[" + std::to_string(ino) + "]";
+  const int self = int(::getpid());
+  for (int pid : all_pids()) {
+    if (pid == self) continue;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      std::error_code ec2;
+      if (std::filesystem::read_symlink(e.path(), ec2).string() == want) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace nvfp4

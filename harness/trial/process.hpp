@@ -23,4 +23,12 @@ void kill_group(int pid);
 // Waits for `pid` (already killed, or about to exit) on a thread of its own.
 void reap_in_background(int pid);
 
+// What /proc says about other processes (Linux): a process's command line for a report ("" when
+// gone), its parent, process group and state (false when gone), every pid, and the processes other
+// than this one that hold a descriptor of the pipe whose inode is `ino`.
+std::string command_of(int pid);
+bool proc_stat(int pid, int* ppid, int* pgid, char* state);
+std::vector<int> all_pids();
+std::vector<int> pipe_holders(unsigned long ino);
+
 }  // namespace nvfp4

@@ -232,17 +232,21 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
       throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
     }
     if (r == 0) {  // nothing to read: re-check the deadline, and whether the child is gone
-      if (reap && waitpid(pid_t(pid), &talk.reaped_status, WNOHANG) == pid_t(pid)) {
-        // Gone. What it wrote before exiting is in the pipe now: read it all; EOF then means
-        // nobody else holds the write end, no EOF means somebody does.
-        talk.reaped = true;
+      siginfo_t info{};
+      if (reap && ::waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_t(pid)) {
+        // Gone (a zombie, not reaped: its pid and group id stay its own until the caller reaps
+        // it). What it wrote before exiting is in the pipe: read it all, within the deadline; EOF
+        // then means nobody else holds the write end, no EOF means somebody does.
+        talk.exited = true;
         talk.pipe_held = true;
         char buf[4096];
-        while (!talk.end) {
+        while (!talk.end && Clock::now() < deadline) {
           struct pollfd q = {fd, POLLIN, 0};
-          if (::poll(&q, 1, 0) <= 0) break;
+          const int ready = ::poll(&q, 1, 0);
+          if (ready < 0 && errno == EINTR) continue;
+          if (ready <= 0) break;
           const ssize_t n = ::read(fd, buf, sizeof buf);
-          if (n < 0 && errno == EINTR) continue;
+          if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
           if (n <= 0) {
             talk.pipe_held = n < 0;
             break;
@@ -403,23 +407,33 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe, const EnvO
   std::string pending;
   const Budgets& b = spec.options.budget;
   converse(fds[0], pid, b, pending, rep, talk, true);
+  struct stat pipe_st {};
+  const bool have_pipe_st = ::fstat(fds[0], &pipe_st) == 0;  // (its holders are sought below)
   read_end.close();
   child_guard.armed = false;
 
   // Reap the child. After its pipe closed it has little left to do; give it a grace period.
   // A killed child is waited for at most kReapSeconds (see reap_within).
   int status = 0;
-  if (talk.reaped) {
-    status = talk.reaped_status;
+  if (talk.exited) {
     if (talk.pipe_held) {
-      // A process it started (a fork that outlives it) kept the pipe open: its group goes. (Only the
-      // group: the child's own pid is reaped and could be anyone's now; the group's id is not
-      // reused while a member lives.)
+      // Processes it started (a fork that outlives it) keep the report pipe open: its group goes
+      // while the unreaped child still holds the group's id, then whoever holds the pipe from
+      // outside the group (setsid); each is named.
       kill(-pid_t(pid), SIGKILL);
-      rep.notes.push_back("the child exited while a process it started still held its report pipe open "
-                          "(a fork that outlives its parent); the child's process group was killed");
+      std::string held;
+      if (have_pipe_st)
+        for (int h : pipe_holders((unsigned long)pipe_st.st_ino)) {
+          const std::string cmd = command_of(h);
+          held += (held.empty() ? "" : ", ") + std::string("pid ") + std::to_string(h) + (cmd.empty() ? "" : " (" + cmd + ")");
+          ::kill(pid_t(h), SIGKILL);
+        }
+      rep.notes.push_back("the child exited while a process it started still held its report pipe (a fork that "
+                          "outlives its parent): its process group was killed" +
+                          (held.empty() ? std::string() : ", and " + held + ", holding the pipe from outside it"));
     }
-  } else if (talk.killed) {
+    if (!reap_within(pid, &status, kReapSeconds)) rep.notes.push_back(left_behind(pid));
+  } else if (talk.killed) {  } else if (talk.killed) {
     if (!reap_within(pid, &status, kReapSeconds)) rep.notes.push_back(left_behind(pid));
   } else if (!reap_within(pid, &status, 10.0)) {
     kill_group(pid);

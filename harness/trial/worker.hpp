@@ -40,11 +40,11 @@ struct Conversation {
   std::vector<int> config_sets;            // stage configs: the input set of each configuration's call
   std::vector<std::string> config_names;   // ... and the configuration's name
   size_t mid_g = 0, mid_u = 0;
-  // One-shot children (converse's `reap`): the child exited and was reaped with this status while
-  // a process it started still held the pipe's write end open (so no EOF came).
-  bool reaped = false;
-  int reaped_status = 0;
-  bool pipe_held = false;  // ... and after it the pipe gave no EOF: some other process holds it
+  // One-shot children (converse's `reap`): the child exited (it is left unreaped, a zombie that
+  // keeps its pid and group id, for the caller to reap) while the pipe gave no EOF; pipe_held:
+  // after its messages were read the pipe still gave no EOF, so another process holds it.
+  bool exited = false;
+  bool pipe_held = false;
 };
 
 // Reads message lines from `fd` (bytes of a partial line stay in `pending`) into `rep` and `talk`
@@ -52,7 +52,7 @@ struct Conversation {
 // process group `pid` (talk.killed). With `reap` (a one-shot child, not a worker), also until the
 // child `pid` has exited and the pipe holds nothing more: a process the child started that
 // inherited the pipe and keeps running (a submission that forks) then ends the talk neither with
-// EOF nor by the trial's budget (talk.reaped; the caller kills the group).
+// EOF nor by the trial's budget (talk.exited; the caller kills the holders and reaps the child).
 void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk,
               bool reap = false);
 // Fills rep's outcome, stage, times and message from `talk` and the child's wait `status` (a

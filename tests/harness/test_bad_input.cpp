@@ -518,10 +518,11 @@ std::vector<Row> option_rows(Files& f) {
   for (const char* v : {"-1", "nan", "inf"}) opt({"bench", "plain", "--backend", "cpu", "--bench-rse", v}, "--bench-rse", ">= 0");
   for (const char* v : {"0", "-1", "nan", "1e300"})
     opt({"bench", "plain", "--backend", "cpu", "--bench-max-time", v}, "--bench-max-time", "at most 1e6");
-  opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "0"}, "--bench-min-reps", "1 <= min <= max");
-  opt({"bench", "plain", "--backend", "cpu", "--bench-max-reps", "0"}, "--bench-max-reps", "(got 50 and 0)");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "0"}, "--bench-min-reps", "3 <= min <= max");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "2"}, "--bench-min-reps", "three calls; got 2 and");
+  opt({"bench", "plain", "--backend", "cpu", "--bench-max-reps", "0"}, "--bench-max-reps", "(a median's spread needs three calls; got 0 and 0)");
   opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "10", "--bench-max-reps", "5"}, "--bench-min-reps",
-      "(got 10 and 5)");
+      "got 10 and 5)");
   opt({"bench", "plain", "--backend", "cpu", "--bench-min-reps", "2147483647"}, "--bench-min-reps", "<= 10000000");
   opt({"bench", "plain", "--backend", "cpu", "--bench-warmup", "-1"}, "--bench-warmup", ">= 0");
   opt({"bench", "plain", "--backend", "cpu", "--bench-peak-size", "-1"}, "--bench-peak-size", ">= 0");

@@ -148,6 +148,19 @@ TEST_CASE("bench takes the suite options and writes the report of every mode (--
   CHECK(has(harness_cli::read_text(dir + "/b.html"), "<html"));
 }
 
+TEST_CASE("--bench-max-reps alone below the default minimum lowers the minimum with it") {
+  const std::string dir = harness_cli::temp_dir();
+  const auto r = harness_cli::run("bench plain --backend cpu --shape 32x32x64 --bench-max-reps 20 --bench-max-time 0.05 "
+                                  "--json " + dir + "/b.json");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  const auto trials = nvfp4::read_json_file(dir + "/b.json").at("trials").items();
+  REQUIRE(trials.size() == 1);
+  const double reps = trials[0].at("timing").number_or("reps", 0);
+  CHECK(reps >= 3);
+  CHECK(reps <= 20);
+}
+
 TEST_CASE("--bench-warmup alone sets a bench trial's warm-up; with --warmup as well it is refused") {
   const std::string dir = harness_cli::temp_dir();
   const auto r = harness_cli::run("bench plain --backend cpu --shape 32x32x64 --bench-warmup 5 --bench-min-reps 3 "

@@ -108,4 +108,6 @@ TEST_CASE("the fused default on a 132-SM device: the benchmark shapes' choices, 
   CHECK(default_of("512x768x4096") == "v5 tile 128x96 split-K 2 (2-CTA cluster pairs)");
   CHECK(default_of("1536x512x7168") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
   CHECK(default_of("256x96x768") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
+  // ... and where 96-wide tiles would be a third padding (N = 64), whatever their count.
+  CHECK(default_of("512x64x7168") == "v5 tile 256x64 split-K 2 (2-CTA cluster pairs)");
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -256,21 +257,41 @@ TEST_CASE("--submission: a process it forks and leaves running does not hold the
     return;
   }
   // The forked process inherits the report pipe and sleeps on: the trial child exits after its
-  // last message, but no EOF comes. The parent ends the talk when the child is gone and kills its
-  // process group, instead of waiting for the trial's budget (20 s here, 300 s by default).
-  const std::string sub = submission(
-      "import os\n"
-      "if os.fork() == 0:\n"
-      "    time.sleep(60)\n"
-      "    os._exit(0)");
-  const std::string json = temp_dir() + "/r.json";
-  const auto r = run_argv(with_case({"--submission", sub, "--verify", "plain", "--budget-trial", "20", "--json", json}), 60);
-  INFO(r.out);
-  REQUIRE_FALSE(r.timed_out);
-  CHECK(r.rc == 0);
-  CHECK(has(r.out, "result: 1 PASS -> exit 0"));
-  CHECK(r.seconds < 15);
-  CHECK(has(read_text(json), "still held its report pipe open"));
+  // last message, but no EOF comes. The parent ends the talk when the child is gone and kills what
+  // holds the pipe, in the child's process group or, after setsid, outside it (found by the pipe),
+  // instead of waiting for the trial's budget (20 s here, 300 s by default).
+  for (const bool own_session : {false, true}) {
+    const std::string dir = temp_dir();
+    const std::string sub = submission(
+        "import os\n"
+        "if os.fork() == 0:\n" +
+        std::string(own_session ? "    os.setsid()\n" : "") +
+        "    open('" + dir + "/pid', 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.5)\n");
+    const std::string json = dir + "/r.json";
+    const auto r = run_argv(with_case({"--submission", sub, "--verify", "plain", "--budget-trial", "20", "--json", json}), 60);
+    INFO(own_session);
+    INFO(r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.rc == 0);
+    CHECK(has(r.out, "result: 1 PASS -> exit 0"));
+    CHECK(r.seconds < 15);
+    const std::string report = read_text(json);
+    CHECK(has(report, "still held its report pipe"));
+    if (own_session) CHECK(has(report, "holding the pipe from outside it"));
+    // The forked process is gone (or a zombie its new parent has yet to reap).
+    const int pid = std::atoi(read_text(dir + "/pid").c_str());
+    REQUIRE(pid > 0);
+    bool alive = true;
+    for (int i = 0; i < 100 && alive; ++i) {
+      const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+      alive = !stat.empty() && stat.find(") Z") == std::string::npos;
+      if (alive) usleep(20000);
+    }
+    CHECK_FALSE(alive);
+  }
 }
 
 TEST_CASE("--plugin and --submission paths that name no readable file: exit 2 before any trial, the type named") {

@@ -377,6 +377,28 @@ class DriverTest(unittest.TestCase):
         self.assertEqual(out.returncode, 2, out.stdout)
         self.assertIn("bad toggle name", out.stdout.decode())
 
+    def test_describe_says_no_custom_kernel_only_where_nothing_could_bind_it(self):
+        # False (the harness refuses the file, exit 2) only where the name appears nowhere and
+        # nothing dynamic could bind it; bindings ast alone does not settle are left to the import.
+        undecided = [
+            "def _load():\n    global custom_kernel\n    custom_kernel = len\n_load()\n",
+            "match 1:\n    case 1:\n        custom_kernel = len\n",
+            "import contextlib\nwith contextlib.nullcontext(len) as custom_kernel:\n    pass\n",
+            "if (custom_kernel := len) is None:\n    pass\n",
+            "def __getattr__(name):\n    return len\n",
+            "import sys\nsys.modules[__name__].custom_kernel = len\n",
+            "for custom_kernel in [len]:\n    pass\n",
+            "eval(compile('x = 1', 'f', 'exec'))\nNAME = 'custom' + '_kernel'\n",
+            "from os.path import *\n",
+        ]
+        for body in undecided:
+            sub = write_submission(self.dir, body)
+            out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE, check=True)
+            self.assertIsNot(json.loads(out.stdout)["custom_kernel"], False, body)
+        sub = write_submission(self.dir, "import numpy\nX = 1\ndef helper(d):\n    return d\n")
+        out = subprocess.run([sys.executable, DRIVER, "describe", sub], stdout=subprocess.PIPE, check=True)
+        self.assertIs(json.loads(out.stdout)["custom_kernel"], False)
+
 
 if __name__ == "__main__":
     unittest.main()

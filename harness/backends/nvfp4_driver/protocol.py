@@ -56,24 +56,48 @@ class Declarations:
         self.toggles, self.data, self.alphas, self.kernel = list(toggles), data, alphas, kernel
 
 
+DYNAMIC_CALLS = ("globals", "locals", "vars", "setattr", "exec", "eval", "compile", "__import__")
+
+
 def dynamic_binding(tree):
-    """Whether the module may bind names where ast cannot see them: a star import, or a call of
-    globals(), setattr, exec or vars anywhere."""
+    """Whether the module may bind names where ast cannot see them: a star import; a call of
+    globals, locals, vars, setattr, exec, eval, compile or __import__ anywhere, by name or as an
+    attribute (builtins.exec); a module's __dict__ or sys.modules touched."""
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
-                "globals", "setattr", "exec", "vars"):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id in DYNAMIC_CALLS) or (
+                    isinstance(f, ast.Attribute) and f.attr in DYNAMIC_CALLS):
+                return True
+        if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules"):
             return True
+    return False
+
+
+def mentions(tree, word):
+    """Whether `word` is part of any identifier, attribute, alias, keyword or string constant of the
+    module (comments are not in the tree)."""
+    for node in ast.walk(tree):
+        for _, value in ast.iter_fields(node):
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, str) and word in v for v in values):
+                return True
     return False
 
 
 def binds_custom_kernel(tree):
     """Whether the module binds the name custom_kernel outside any function or class: a def, an
-    assignment, an import (statements nested in if/try/with/for/while count). None when it cannot
-    be told without running it (a star import, or globals()/setattr/exec anywhere)."""
+    assignment, an import (statements nested in if/try/with/for/while count): True. False only when
+    nothing in the module could bind it: the name appears nowhere (not as a name, an attribute, an
+    alias, a `global`, a pattern capture or inside a string), and there is no star import, no
+    globals()/setattr/exec/vars call and no module-level __getattr__ (PEP 562). None otherwise:
+    only the import can tell (a `with ... as`, a walrus, `global` in a function, a match capture,
+    sys.modules[__name__].custom_kernel = ...)."""
     name = "custom_kernel"
-    open_question = dynamic_binding(tree)
+    open_question = dynamic_binding(tree) or mentions(tree, name) or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__" for n in ast.walk(tree))
 
     def scan(body):
         for node in body:
