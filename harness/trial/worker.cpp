@@ -424,6 +424,10 @@ ChildReport TrialRunner::run_child(const TrialSpec& spec, bool probe, const EnvO
       std::string held;
       if (have_pipe_st)
         for (int h : pipe_holders((unsigned long)pipe_st.st_ino)) {
+          int ppid = 0, pgid = 0;
+          char state = 0;
+          // (Members of the group are dying of the kill above but may not have closed it yet.)
+          if (!proc_stat(h, &ppid, &pgid, &state) || pgid == pid || state == 'Z') continue;
           const std::string cmd = command_of(h);
           held += (held.empty() ? "" : ", ") + std::string("pid ") + std::to_string(h) + (cmd.empty() ? "" : " (" + cmd + ")");
           ::kill(pid_t(h), SIGKILL);
