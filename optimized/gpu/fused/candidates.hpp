@@ -150,7 +150,7 @@ inline bool prefer_96_waves(const Shape& s, int64_t sms) {
 // more CTAs than the 256-row pairs' and a smaller unit (half K of a 1.26 unit against half K of a
 // 1.5 one). In the probe (v5n) they were the fastest candidate at 512x768x4096, 512x1024x7168 and
 // 256x2048x7168 and within 4% of it (stream-K) at 512x768x7168 and 1024x512x7168, where the
-// 256-row pairs took 11-24% longer; where they do not fit in one wave (1536x512x7168) the 256-row
+// 256-row pairs took 11-25% longer; where they do not fit in one wave (1536x512x7168) the 256-row
 // pairs stay. Not where the 96-wide tiles would leave more than an eighth of their columns empty
 // (N = 64: the count of tiles would say 128 x 96 for a third of padding).
 inline bool prefer_96_pairs(const Shape& s, int64_t sms) {
