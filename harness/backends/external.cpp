@@ -195,11 +195,11 @@ std::pair<External, Manifest> describe_submission(const std::string& path) {
     add(t.str(), "the submission's own toggle");
     e.own_toggles.push_back(t.str());
   }
+  // The driver could tell from the source alone that nothing binds custom_kernel (false only where
+  // the name appears nowhere and nothing dynamic could bind it: protocol.py binds_custom_kernel):
+  // no submission.
   const JsonValue* kernel = d.find("custom_kernel");
-  e.binds_kernel = !(kernel && kernel->is_bool() && !kernel->boolean());
-  // The driver could tell from the source alone that nothing binds custom_kernel (no def, no
-  // assignment or import of the name, no star import, no globals()/setattr/exec): no submission.
-  if (!e.binds_kernel)
+  if (kernel && kernel->is_bool() && !kernel->boolean())
     throw InputError("--submission " + path + ": defines no custom_kernel (the evaluator imports custom_kernel from it)");
   if (torch && torch_data)
     for (const auto& t : d.at("provided").items()) add(t.str(), "provided by the harness's driver");

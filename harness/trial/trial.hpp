@@ -85,10 +85,8 @@ struct External {
   std::string backend;  // "plugin:NAME" or "submission:NAME"
   std::string python, driver;  // Submission: the interpreter and submission_driver.py
   bool alphas = false;         // Submission: takes alpha1, alpha2 (it declares NVFP4_ALPHAS = True)
-  // Submission: its own toggles (NVFP4_TOGGLES); false when it certainly binds no custom_kernel
-  // (the driver's describe, read without importing it); --emulate-fp4 auto|on|off for its driver.
+  // Submission: its own toggles (NVFP4_TOGGLES); --emulate-fp4 auto|on|off for its driver.
   std::vector<std::string> own_toggles = {};
-  bool binds_kernel = true;
   std::string emulate_fp4 = "auto";
 };
 
