@@ -9,7 +9,9 @@
 // file; the location's precedence. The real binary: a second run computes no reference; a damaged
 // entry is counted and recomputed with the outcome unchanged; two runs at once on one empty
 // directory; off; unusable directories (exit 2 when named by the option, a warning otherwise); and
-// every trial's outcome and metrics identical with the cache warm, cold and off.
+// every trial's outcome and metrics identical with the cache warm, cold and off. (About 620 lines,
+// over the project's ~600: the library and the binary levels share the damage helpers above the
+// cases; a split would copy them.)
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
