@@ -73,6 +73,9 @@ std::string submission_call_text(const SubmissionCall& k, int runs);
 // the output read in order on the calling stream differed from a read after a device-wide
 // synchronize (submission_driver.py, stream-ordered read-back).
 constexpr const char* kUnjoinedStreamNote = "output not complete when the calling stream reached it";
+// Likewise: after a checked call, a tensor of `data` other than the output no longer held what the
+// driver had put there: the submission wrote into its inputs (submission_driver.py, inputs.py).
+constexpr const char* kInputsChangedNote = "the inputs it was handed were changed";
 
 // Writes the trial's input sets for the driver into `dir` (submission_driver.py's header):
 // case/ the warm-up's set; call<i>/ the set of checked call i+1, with a file `set` naming it and a

@@ -101,6 +101,9 @@ before each call. With torch each output is read twice: by a copy ordered on the
 (no device-wide synchronize first), then after torch.cuda.synchronize(); the first is the one
 written. If they differ, the driver sends a note naming the call and "output not complete when the
 calling stream reached it: work on another stream not joined?", which the harness turns into a FAIL.
+After each checked call every tensor of `data` but c must still hold what the driver put there (the
+tensors the submission was handed; under the driver's graph, the captured ones); otherwise the note
+names the call, "the inputs it was handed were changed" and each changed tensor: a FAIL too.
 
 `data`, exactly as GPU MODE's nvfp4_dual_gemm task hands it to custom_kernel(data)
 (gpu-mode/reference-kernels, problems/nvidia/nvfp4_dual_gemm/reference.py generate_input, task.py):
@@ -135,8 +138,8 @@ from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nvfp4_driver.bench import time_stage  # noqa: E402
-from nvfp4_driver.inputs import (ACTIVATIONS, Inputs, ReadBack, load_arrays, read_alphas,  # noqa: E402
-                                 read_call_kind)
+from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, Inputs, ReadBack, load_arrays,  # noqa: E402
+                                 read_alphas, read_call_kind)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
                                    read_declarations)
 from nvfp4_driver import rehearse as evaluator  # noqa: E402
@@ -353,8 +356,12 @@ def run_trial(ch, args):
             sync()
             out = call(target)
             target.check_output(out)
-            ordered, synced = read_back(out, "call %d (%s)" % (i + 1, call_text(kind, folder)))
+            what = "call %d (%s)" % (i + 1, call_text(kind, folder))
+            ordered, synced = read_back(out, what)
             previous = synced
+            changed = (static if "graph" in chosen else target).changed_inputs()
+            if changed:
+                ch.send("note", "%s: %s: %s" % (what, INPUTS_CHANGED, ", ".join(changed)))
             with open(os.path.join(args.dir, "out%d.f16" % i), "wb") as f:
                 f.write(ordered.tobytes())
             set_file = os.path.join(folder, "set")

@@ -283,14 +283,16 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       r.cmp_call = i + 1;
     }
   }
-  // A submission's driver reads each output twice (submission_driver.py): in order on the calling
-  // stream, and after a device-wide synchronize. Different bytes are a FAIL whatever they compare
-  // like: the output was still being written when the caller's stream reached it.
-  std::vector<std::string> unjoined;
+  // Two things a submission's driver sees that the output files cannot show (submission_driver.py),
+  // each a FAIL whatever the outputs compare like: an output read in order on the calling stream
+  // that differs from a read after a device-wide synchronize (still being written when the caller's
+  // stream reached it), and inputs that no longer hold what the driver put there.
+  std::vector<std::string> flagged;
   if (submission)
     for (const auto& note : child.notes)
-      if (note.find(kUnjoinedStreamNote) != std::string::npos) unjoined.push_back(note);
-  if (failing.empty() && unjoined.empty()) {
+      if (note.find(kUnjoinedStreamNote) != std::string::npos || note.find(kInputsChangedNote) != std::string::npos)
+        flagged.push_back(note);
+  if (failing.empty() && flagged.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
     check_configs(r, child, cache);
@@ -316,12 +318,17 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.stage = "run";
   r.stage_elapsed = r.stage_seconds("run");
   std::ostringstream m;
-  for (size_t i = 0; i < unjoined.size(); ++i) m << (i ? "; " : "") << unjoined[i];
+  for (size_t i = 0; i < flagged.size(); ++i) m << (i ? "; " : "") << flagged[i];
+  if (std::any_of(flagged.begin(), flagged.end(),
+                  [](const std::string& n) { return n.find(kInputsChangedNote) != std::string::npos; }))
+    m << ": custom_kernel (in that call or an earlier one) wrote into tensors of `data` other than c, which are "
+         "the caller's: an engine keeps its weights for the next call and may hand the same activations to "
+         "another layer";
   if (failing.empty()) {
     r.message = m.str();
     return r;
   }
-  if (!unjoined.empty()) m << "; ";
+  if (!flagged.empty()) m << "; ";
   std::vector<int> failing_sets;
   for (int f : failing) failing_sets.push_back(checked_call_set(f));
   const bool one = failing.size() == 1;

@@ -41,6 +41,27 @@ nvfp4_plugin_arrays arrays_of(const Problem& p) {
 
 nvfp4_plugin_shape shape_of(const Shape& s) { return {s.M, s.N, s.K, s.L}; }
 
+// The arrays are the harness's, passed as const: a plugin that wrote into them during `what` is an
+// error (the caller's inputs, e.g. weights another layer still reads), named with the first array
+// and byte where `held` (what the plan passed) differs from `given` (the caller's copy). `weights`
+// false: only A and SFA are compared.
+void check_unchanged(const Problem& held, const Problem& given, const std::string& plugin, const char* what,
+                     bool weights = true) {
+  using Array = std::vector<uint8_t> Problem::*;
+  const std::pair<const char*, Array> arrays[] = {{"a", &Problem::a},       {"sfa", &Problem::sfa},
+                                                  {"b1", &Problem::b1},     {"b2", &Problem::b2},
+                                                  {"sfb1", &Problem::sfb1}, {"sfb2", &Problem::sfb2}};
+  for (size_t i = 0; i < (weights ? 6 : 2); ++i) {
+    const auto& h = held.*arrays[i].second;
+    const auto& g = given.*arrays[i].second;
+    const auto d = std::mismatch(h.begin(), h.end(), g.begin(), g.end());
+    if (d.first == h.end() && d.second == g.end()) continue;
+    throw std::runtime_error(plugin + " wrote into the input arrays it was handed during " + what + " (" +
+                             arrays[i].first + " differs first at byte " + std::to_string(d.first - h.begin()) +
+                             "): they are the caller's, passed as const (optimized/plugin/nvfp4_plugin.h)");
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const LoadedPlugin> load_plugin(const std::string& path) {
@@ -164,6 +185,13 @@ PluginPlan::PluginPlan(std::shared_ptr<const LoadedPlugin> plugin, const Combo& 
     : plugin_(std::move(plugin)), combo_(combo), problem_(problem) {
   problem_.validate();
   create();
+  try {
+    check_unchanged(problem_, problem, plugin_->backend_name(), "create()");
+  } catch (...) {
+    plugin_->api->destroy(handle_);  // the destructor does not run for a constructor that throws
+    handle_ = nullptr;
+    throw;
+  }
 }
 
 PluginPlan::~PluginPlan() {
@@ -234,6 +262,9 @@ void PluginPlan::set_inputs(const Problem& p, InputSet which) {
                                  which == InputSet::All ? NVFP4_PLUGIN_INPUTS_ALL : NVFP4_PLUGIN_INPUTS_ACTIVATIONS,
                                  &a),
         "set_inputs");
+  // The activations (and with All every array) against the caller's; kept weights are checked
+  // where they were handed over, in create() and set_inputs(All).
+  check_unchanged(problem_, p, plugin_->backend_name(), "set_inputs()", which == InputSet::All);
 }
 
 void PluginPlan::enqueue() { check(plugin_->api->enqueue(handle_), "enqueue"); }

@@ -9,6 +9,8 @@
 //   CREATE_FAILS       create() returns ERROR with a reason
 //   CREATE_CRASHES     create() dereferences NULL (SIGSEGV in stage init)
 //   LOAD_HANG          a static initializer sleeps forever (the load-stage watchdog's case)
+//   WRITES_WEIGHTS     create() writes into the const b1 it is handed (repacks a byte in place)
+//   WRITES_ACTIVATIONS set_inputs() writes into the const sfa it is handed
 // Otherwise each is a minimal working plugin: output all zeros.
 #include <unistd.h>
 
@@ -33,7 +35,12 @@ struct HangAtLoad {
 } hang_at_load;
 #endif
 
-int p_create(const nvfp4_plugin_shape* s, const nvfp4_plugin_arrays*, const char*, nvfp4_plugin_handle** out) {
+int p_create(const nvfp4_plugin_shape* s, [[maybe_unused]] const nvfp4_plugin_arrays* arrays, const char*,
+             nvfp4_plugin_handle** out) {
+#ifdef BROKEN_WRITES_WEIGHTS
+  auto* b1 = const_cast<uint8_t*>(arrays->b1);
+  b1[1] = uint8_t((b1[1] << 4) | (b1[1] >> 4)) ^ 0x11;  // never equal to the byte it replaces
+#endif
 #if defined(BROKEN_CREATE_FAILS)
   (void)s;
   *out = nullptr;
@@ -52,7 +59,12 @@ int p_create(const nvfp4_plugin_shape* s, const nvfp4_plugin_arrays*, const char
 #endif
 }
 
-int p_set_inputs(nvfp4_plugin_handle*, int, const nvfp4_plugin_arrays*) { return NVFP4_PLUGIN_OK; }
+int p_set_inputs(nvfp4_plugin_handle*, int, [[maybe_unused]] const nvfp4_plugin_arrays* arrays) {
+#ifdef BROKEN_WRITES_ACTIVATIONS
+  const_cast<uint8_t*>(arrays->sfa)[0] ^= 0x01;
+#endif
+  return NVFP4_PLUGIN_OK;
+}
 [[maybe_unused]] int p_enqueue(nvfp4_plugin_handle*) { return NVFP4_PLUGIN_OK; }
 int p_synchronize(nvfp4_plugin_handle*) { return NVFP4_PLUGIN_OK; }
 int p_poison(nvfp4_plugin_handle* h, uint16_t bits) {

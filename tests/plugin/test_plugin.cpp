@@ -109,6 +109,28 @@ TEST_CASE("a create() that fails is an InputError carrying the plugin's last_err
   CHECK(contains(e, "offers no optimization 'turbo'"));
 }
 
+TEST_CASE("a plugin that writes into the const input arrays it is handed is an error naming the array") {
+  const Problem p = make_problem(Shape{4, 4, 32, 1}, "uniform", 1);
+  std::string e;
+  try {
+    make_plugin_plan(load_plugin(broken("writes_weights")), Combo{}, p);
+  } catch (const std::runtime_error& x) {
+    e = x.what();
+  }
+  CHECK(contains(e, "plugin:broken wrote into the input arrays it was handed during create() "
+                    "(b1 differs first at byte 1): they are the caller's"));
+  // In set_inputs: the activations the call hands over are compared with the caller's.
+  auto plan = make_plugin_plan(load_plugin(broken("writes_activations")), Combo{}, p);
+  const Problem q = make_problem(Shape{4, 4, 32, 1}, "uniform", 2);
+  e.clear();
+  try {
+    plan->set_inputs(q, InputSet::Activations);
+  } catch (const std::runtime_error& x) {
+    e = x.what();
+  }
+  CHECK(contains(e, "during set_inputs() (sfa differs first at byte 0)"));
+}
+
 TEST_CASE("a plugin that crashes in create or hangs at load takes down only the process that loads it") {
   SUBCASE("crash in create: SIGSEGV in the loading process") {
     const pid_t pid = fork();

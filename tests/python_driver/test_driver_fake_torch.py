@@ -40,6 +40,10 @@ def custom_kernel(data):
     if %(mode)r == "current":
         c.copy_(out)
         return c
+    if %(mode)r == "scratch":  # right output; the caller's sfb1_permuted, which it never reads, zeroed
+        c.copy_(out)
+        data[7].view(torch.uint8).zero_()
+        return c
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -151,6 +155,19 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertEqual(len(b2b), b2b_calls)
         self.assertEqual(len({c[0] for c in b2b}), 4)
         self.assertNotIn(calls[0][0], {c[0] for c in b2b})
+
+    def test_inputs_written_by_the_submission_are_flagged_on_every_call(self):
+        msgs, _ = self.run_mode("scratch")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(len(notes), 3, msgs)
+        size = self.L * 128 * 4 * -(-self.K // 64)  # the tiled buffer: rows and scale columns padded to 128 x 4
+        for i, text in enumerate(["in place, input set 0", "new tensors, input set 1", "in place, input set 2"]):
+            self.assertTrue(notes[i].startswith("call %d (%s): the inputs it was handed were changed: sfb1_permuted ("
+                                                % (i + 1, text)), notes[i])
+            self.assertIn("of %d bytes" % size, notes[i])
+            self.assertEqual(notes[i].count(" bytes, first at byte "), 1, notes[i])
+        for i, case in enumerate(self.sets):  # the outputs themselves are right
+            assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
 
     def test_joined_side_stream_is_not_flagged(self):
         msgs, _ = self.run_mode("joined")

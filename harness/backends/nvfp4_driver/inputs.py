@@ -10,6 +10,9 @@ ARRAYS = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
 ACTIVATIONS = ("a", "sfa")
 # DIR/call<i>/call, written by the harness (external.hpp, SubmissionCall): how call i gets its inputs.
 CALL_KINDS = ("in-place activations", "in-place all", "new")
+# A note holding this is a FAIL (harness/backends/external.hpp kInputsChangedNote): after a call, a
+# tensor of `data` other than c no longer held what the driver had put there.
+INPUTS_CHANGED = "the inputs it was handed were changed"
 
 
 def load_arrays(folder, np, required):
@@ -74,11 +77,18 @@ def tiled_scales(np, plain):
     return np.ascontiguousarray(padded.reshape(L, rt, 4, 32, ct, 4).transpose(0, 1, 4, 3, 2, 5))
 
 
+def data_name(buffer):
+    """The name GPU MODE's `data` tuple gives a buffer (sfa_tiled is its sfa_permuted)."""
+    return buffer.replace("_tiled", "_permuted")
+
+
 class Inputs:
     """One set of buffers and the `data` tuple of views over them, built once: every call handed
     this object's data gets the same tensor objects at the same addresses (what an engine and a
     captured graph rely on). `alphas`: (alpha1, alpha2) appended to `data` as float32 arrays of
-    shape (1,) (tensors on the device with torch), or None when the submission takes none."""
+    shape (1,) (tensors on the device with torch), or None when the submission takes none.
+    `expected` holds, on the host, what every buffer but c must hold: what the driver last put there
+    (changed_inputs() compares)."""
 
     def __init__(self, np, arrays, torch=None, alphas=None):
         self.np, self.torch = np, torch
@@ -94,6 +104,7 @@ class Inputs:
             self.buffers = {k: np.ascontiguousarray(v).copy() for k, v in host.items()}
         else:
             self.buffers = {k: torch.from_numpy(np.ascontiguousarray(v)).to("cuda") for k, v in host.items()}
+        self.expected = {k: np.ascontiguousarray(v).copy() for k, v in host.items() if k != "c"}
         self.data = self._views()
 
     def _views(self):
@@ -123,6 +134,7 @@ class Inputs:
         other.np, other.torch = self.np, self.torch
         other.M, other.N, other.K, other.L = self.M, self.N, self.K, self.L
         other.buffers = {k: (v.copy() if self.torch is None else v.clone()) for k, v in self.buffers.items()}
+        other.expected = dict(self.expected)
         other.data = other._views()
         return other
 
@@ -140,18 +152,36 @@ class Inputs:
                 self._copy(name, self.np.array([value], dtype=self.np.float32))
 
     def copy_from(self, other):
-        """Every buffer of `other` (same case shape) copied into this one's, on the current stream."""
+        """Every buffer of `other` (same case shape) copied into this one's, on the current stream;
+        what they must hold is what `other`'s must."""
         for name, buf in self.buffers.items():
             if self.torch is None:
                 buf[...] = other.buffers[name]
             else:
                 buf.copy_(other.buffers[name])
+        self.expected = dict(other.expected)
 
     def _copy(self, name, arr):
+        arr = self.np.ascontiguousarray(arr)
         if self.torch is None:
             self.buffers[name][...] = arr
         else:
-            self.buffers[name].copy_(self.torch.from_numpy(self.np.ascontiguousarray(arr)))
+            self.buffers[name].copy_(self.torch.from_numpy(arr))
+        if name != "c":
+            self.expected[name] = arr.copy()
+
+    def changed_inputs(self):
+        """The buffers other than c whose bytes differ from what the driver last put there, as
+        "b1 (3 of 1024 bytes, first at byte 40)" texts in `data`'s order; [] when none. Read after
+        the device is synchronized (a copy to the host with torch)."""
+        np, found = self.np, []
+        for name, want in self.expected.items():
+            buf = self.buffers[name]
+            got = np.ascontiguousarray(buf if self.torch is None else buf.cpu().numpy())
+            diff = np.flatnonzero(got.view(np.uint8).reshape(-1) != want.view(np.uint8).reshape(-1))
+            if diff.size:
+                found.append("%s (%d of %d bytes, first at byte %d)" % (data_name(name), diff.size, want.nbytes, diff[0]))
+        return found
 
     def poison(self):
         self.set_output_bits(None)

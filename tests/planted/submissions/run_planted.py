@@ -38,6 +38,11 @@ POISON_ONLY = ["call 3 of 3 (in place, new ", "input set 2)",
 RESULT_CACHED = ["calls 1,3 of 3 (in place, new ",
                  "call 1's output matches the reference of input set 3 (the warm-up's)",
                  "a result cached by shape or by tensor identity (id, data_ptr)?"]
+# Inputs written by the kernel (or its warm-up), though every output is right.
+INPUTS_CHANGED = "the inputs it was handed were changed"
+PREPACKED = ["call 1 (in place, input set 0): " + INPUTS_CHANGED + ": b1 (", "), b2 (",
+             "call 2 (new tensors, input set 1): " + INPUTS_CHANGED, "wrote into tensors of `data` other than c, which are "
+             "the caller's"]
 PLANTED = {
     "cpu": [
         ("cpu/binds_first_arrays.py", "activations", "FAIL", NEW_TENSORS_STALE),
@@ -54,6 +59,10 @@ PLANTED = {
         ("cpu/result_by_id.py", "all", "FAIL", RESULT_CACHED),
         ("cpu/wrong_layout.py", "activations", "FAIL", ["calls 1,2,3 of 3 (in place, new activations, input set 0;"]),
         ("cpu/wrong_layout.py", "all", "FAIL", ["calls 1,2,3 of 3 (in place, new weights, input set 0;"]),
+        ("cpu/prepacks_weights_in_place.py", "activations", "FAIL", PREPACKED),
+        ("cpu/scratch_in_inputs.py", "activations", "FAIL",
+         ["call 1 (in place, input set 0): " + INPUTS_CHANGED + ": sfa_permuted (1 of ",
+          "bytes, first at byte 0)", "call 2 (new tensors, input set 1): " + INPUTS_CHANGED]),
     ],
     "gpu": [
         ("gpu/graph_by_shape.py", "activations", "FAIL", NEW_TENSORS_STALE),
@@ -63,6 +72,7 @@ PLANTED = {
           "work on another stream not joined?", "call 2 (new tensors, input set 1): output not complete"]),
         ("gpu/result_by_data_ptr.py", "activations", "FAIL", RESULT_CACHED),
         ("gpu/result_by_data_ptr.py", "all", "FAIL", RESULT_CACHED),
+        ("gpu/prepacks_weights_in_place.py", "activations", "FAIL", PREPACKED),
         ("gpu/bf16_gemm_output.py", "activations", "FAIL",
          ["calls 1,2,3 of 3 (in place, new activations, input set 0;"]),
     ],
