@@ -138,8 +138,8 @@ from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nvfp4_driver.bench import time_stage  # noqa: E402
-from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, Inputs, ReadBack, load_arrays,  # noqa: E402
-                                 read_alphas, read_call_kind)
+from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, BoundCuda, Inputs, ReadBack,  # noqa: E402
+                                 load_arrays, read_alphas, read_call_kind)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
                                    read_declarations)
 from nvfp4_driver import rehearse as evaluator  # noqa: E402
@@ -262,6 +262,7 @@ def run_trial(ch, args):
             notice, state["emulated"] = install_emulation(args.emulate_fp4)
             if notice:
                 ch.send("note", notice)
+            state["cuda"] = BoundCuda(torch)
         case = os.path.join(args.dir, "case")
         state.update(np=np, torch=torch, arrays=load_arrays(case, np, True), chosen=chosen, decl=decl,
                      alphas=folder_alphas(case, decl.alphas), own=[t for t in chosen if t in decl.toggles])
@@ -279,14 +280,15 @@ def run_trial(ch, args):
 
     def init():
         inputs = Inputs(np, state["arrays"], torch, state["alphas"])
-        reader = ReadBack(np, (inputs.L, inputs.M, inputs.N), torch)
+        reader = ReadBack(np, (inputs.L, inputs.M, inputs.N), torch, state.get("cuda"))
         fn = kernel
         if "compile" in chosen or "max-autotune" in chosen:
             fn = torch.compile(kernel, mode="max-autotune" if "max-autotune" in chosen else "default")
         return inputs, reader, fn
 
     inputs, reader, fn = ch.stage("init", init)
-    sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
+    sync = state["cuda"].synchronize if torch is not None else (lambda: None)
+
     def describe(emulated):
         ch.send("describe", "python submission %s (%s data%s%s), toggles %s"
                 % (os.path.basename(args.submission), "torch" if torch is not None else "numpy",

@@ -21,11 +21,19 @@ DUAL = os.path.join(ROOT, "tests", "planted", "submissions", "cpu")
 MARKER = "output not complete when the calling stream reached it: work on another stream not joined?"
 
 SUBMISSION = """
-import json, sys
+import json, sys, time
 sys.path.insert(0, %(dual)r)
 import numpy as np
 import torch
 from dual_numpy import decode, epilogue
+
+if %(mode)r == "patches-events":  # reports a microsecond per call and never waits for the device
+    torch.cuda.Event.elapsed_time = lambda self, end: 1e-3
+    torch.cuda.synchronize = lambda device=None: None
+    torch.cuda.Stream.synchronize = lambda self: None
+
+class Lazy(torch.Tensor):
+    pass
 
 def _bytes(x):
     return x.view(torch.uint8).cpu().numpy()
@@ -40,6 +48,13 @@ def custom_kernel(data):
     if %(mode)r == "current":
         c.copy_(out)
         return c
+    if %(mode)r == "patches-events":
+        time.sleep(0.02)
+        c.copy_(out)
+        return c
+    if %(mode)r == "lazy":
+        c.copy_(out)
+        return Lazy(c._a, c.dtype, True)
     if %(mode)r == "scratch":  # right output; the caller's sfb1_permuted, which it never reads, zeroed
         c.copy_(out)
         data[7].view(torch.uint8).zero_()
@@ -79,7 +94,7 @@ class FakeTorchDriverTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_mode(self, mode, extra=()):
+    def run_mode(self, mode, extra=(), last="done"):
         log = os.path.join(self.dir, "calls-%s.jsonl" % mode)
         sub = os.path.join(self.dir, "sub_%s.py" % mode)
         with open(sub, "w") as f:
@@ -94,7 +109,7 @@ class FakeTorchDriverTest(unittest.TestCase):
             os.close(w)
         with os.fdopen(r, "rb") as f:
             msgs = [line.split("\t") for line in f.read().decode().splitlines()]
-        self.assertEqual(msgs[-1][0], "done", (msgs, proc.stdout.decode()))
+        self.assertEqual(msgs[-1][0], last, (msgs, proc.stdout.decode()))
         with open(log) as f:
             calls = [json.loads(line) for line in f]
         return msgs, calls
@@ -168,6 +183,19 @@ class FakeTorchDriverTest(unittest.TestCase):
             self.assertEqual(notes[i].count(" bytes, first at byte "), 1, notes[i])
         for i, case in enumerate(self.sets):  # the outputs themselves are right
             assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
+
+    def test_patched_events_and_synchronize_do_not_change_the_drivers_timing(self):
+        for k, case in enumerate(self.sets):
+            save_case(os.path.join(self.dir, "bench%d" % k), case if k != 1 else dict(self.warm))
+        msgs, _ = self.run_mode("patches-events", ["--bench", "--bench-min-reps", "10", "--bench-max-reps", "10"])
+        timing = [m for m in msgs if m[0] == "timing"][0]
+        self.assertGreaterEqual(float(timing[2]), 0.02, timing)  # median per call: the 20 ms it sleeps
+        self.assertGreaterEqual(float(timing[7]), 0.02, timing)  # back to back, per call
+        self.assertEqual([m for m in msgs if m[0] == "note"], [])
+
+    def test_a_tensor_subclass_is_refused(self):
+        msgs, _ = self.run_mode("lazy", last="error")
+        self.assertIn("custom_kernel returned a Lazy, a subclass of torch.Tensor; expected a plain one", msgs[-1][1])
 
     def test_joined_side_stream_is_not_flagged(self):
         msgs, _ = self.run_mode("joined")

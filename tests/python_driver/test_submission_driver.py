@@ -251,6 +251,9 @@ class DriverTest(unittest.TestCase):
                             "custom_kernel returned float16 (4, 5, 1); expected float16 (4, 6, 1)"),
             "not an array": ('NVFP4_DATA = "numpy"\ndef custom_kernel(data):\n    return None\n', "run",
                              "custom_kernel returned NoneType"),
+            "a subclass": ('import numpy as np\nNVFP4_DATA = "numpy"\nclass Lazy(np.ndarray):\n    pass\n'
+                           'def custom_kernel(data):\n    return data[9].view(Lazy)\n', "run",
+                           "custom_kernel returned a Lazy, a subclass of numpy.ndarray; expected a plain one"),
             "bad toggles": ('NVFP4_DATA = "numpy"\nNVFP4_TOGGLES = ["graph"]\n', "setup",
                             "toggle 'graph' is provided by the harness"),
         }

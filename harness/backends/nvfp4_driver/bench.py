@@ -46,10 +46,11 @@ def back_to_back_calls(median_s):
 
 
 class Timer:
-    """Seconds of a region that ends after a device-wide synchronize."""
+    """Seconds of a region that ends after a device-wide synchronize, by CUDA events through
+    `cuda` (inputs.BoundCuda: bound before the submission's import), or by the bound clock."""
 
-    def __init__(self, torch):
-        self.torch = torch
+    def __init__(self, torch, cuda):
+        self.torch, self.cuda = torch, cuda
         self._flush = None
 
     def flush_l2(self):
@@ -57,21 +58,20 @@ class Timer:
             if self._flush is None:
                 self._flush = self.torch.empty(L2_FLUSH_BYTES, dtype=self.torch.uint8, device="cuda")
             self._flush.zero_()
-            self.torch.cuda.synchronize()
+            self.cuda.synchronize()
 
     def region(self, body):
-        t = self.torch
-        if t is None:
+        if self.torch is None:
             t0 = _clock()
             result = body()
             return _clock() - t0, result
-        start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-        start.record()
+        c = self.cuda
+        start, end = c.event(), c.event()
+        c.record(start)
         result = body()
-        t.cuda.synchronize()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3, result
+        c.synchronize()
+        c.record(end)
+        return c.seconds(start, end), result
 
 
 def bench_sets(trial_dir, runs, np, torch, alphas_of):
@@ -89,8 +89,8 @@ def time_stage(ch, args, inputs, call, reader, np, torch, alphas_of, write_timed
     on an Inputs; `write_timed(index, set, out)` reads an output back and reports it."""
     runs = args.runs
     sets = bench_sets(args.dir, runs, np, torch, alphas_of)
-    timer = Timer(torch)
-    sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
+    timer = Timer(torch, reader.cuda)
+    sync = reader.cuda.synchronize if torch is not None else (lambda: None)
     min_reps = max(1, args.bench_min_reps)
     max_reps = max(min_reps, args.bench_max_reps)
     times, out, started = [], None, _clock()

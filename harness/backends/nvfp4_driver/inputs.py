@@ -199,6 +199,13 @@ class Inputs:
     def check_output(self, out):
         """TrialError unless `out` is what custom_kernel must return: float16 of shape (M, N, L)."""
         np, want = self.np, (self.M, self.N, self.L)
+        kind = np.ndarray if self.torch is None else self.torch.Tensor
+        if isinstance(out, kind) and type(out) is not kind:
+            # A subclass can do its work when it is read (lazy evaluation), after the call and its
+            # timing have ended; the caller would time and check different things.
+            raise TrialError("custom_kernel returned a %s, a subclass of %s.%s; expected a plain one (a subclass "
+                             "can compute when it is read, outside the timed call)"
+                             % (type(out).__name__, kind.__module__, kind.__name__))
         if self.torch is None:
             if not isinstance(out, np.ndarray):
                 raise TrialError("custom_kernel returned %s; expected a float16 numpy array of shape %s"
@@ -217,14 +224,43 @@ class Inputs:
             raise TrialError("custom_kernel returned a tensor on %s; expected one on the GPU" % out.device)
 
 
+class BoundCuda:
+    """The torch.cuda functions the driver synchronizes, reads and times with, bound before the
+    submission is imported (like the stage clock, protocol.py): a submission that patches
+    torch.cuda.synchronize, a stream's synchronize or torch.cuda.Event's methods afterwards (a no-op
+    synchronize, an elapsed_time that returns less) changes its own calls, not the driver's."""
+
+    def __init__(self, torch):
+        cuda = torch.cuda
+        self.synchronize, self.current_stream = cuda.synchronize, cuda.current_stream
+        self._stream_sync = type(cuda.current_stream()).synchronize
+        event = cuda.Event
+        self._event, self._record = event, event.record
+        self._event_sync, self._elapsed = event.synchronize, event.elapsed_time
+
+    def stream_synchronize(self, stream):
+        self._stream_sync(stream)
+
+    def event(self):
+        return self._event(enable_timing=True)
+
+    def record(self, event):
+        self._record(event)
+
+    def seconds(self, start, end):
+        """Seconds from event `start` to event `end`, once `end` has completed."""
+        self._event_sync(end)
+        return self._elapsed(start, end) / 1e3
+
+
 class ReadBack:
     """Reads outputs as (L, M, N) uint16 bit patterns. With torch, twice: first by a copy ordered on
     the calling stream (no device-wide synchronize before it: what an engine or a timed caller
     reading on its own stream sees), then after torch.cuda.synchronize(). The pinned host buffer is
     allocated once, before any call, so that no allocation can synchronize the device in between."""
 
-    def __init__(self, np, shape, torch=None):
-        self.np, self.torch = np, torch
+    def __init__(self, np, shape, torch=None, cuda=None):
+        self.np, self.torch, self.cuda = np, torch, cuda
         L, M, N = shape
         self.host = None if torch is None else torch.empty((L, M, N), dtype=torch.int16, pin_memory=True)
 
@@ -234,10 +270,10 @@ class ReadBack:
         if t is None:
             bits = np.ascontiguousarray(out.transpose(2, 0, 1)).view(np.uint16)
             return bits, bits
-        stream = t.cuda.current_stream()
+        stream = self.cuda.current_stream()
         self.host.copy_(out.permute(2, 0, 1).contiguous().view(t.int16), non_blocking=True)
-        stream.synchronize()
+        self.cuda.stream_synchronize(stream)
         ordered = self.host.numpy().view(np.uint16).copy()
-        t.cuda.synchronize()
+        self.cuda.synchronize()
         synced = out.permute(2, 0, 1).contiguous().view(t.int16).cpu().numpy().view(np.uint16)
         return ordered, synced
