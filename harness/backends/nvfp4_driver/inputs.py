@@ -233,7 +233,7 @@ class BoundCuda:
     def __init__(self, torch):
         cuda = torch.cuda
         self.synchronize, self.current_stream = cuda.synchronize, cuda.current_stream
-        self._stream_sync = type(cuda.current_stream()).synchronize
+        self._stream_sync = cuda.Stream.synchronize  # current_stream()'s class; binding it starts no context
         event = cuda.Event
         self._event, self._record = event, event.record
         self._event_sync, self._elapsed = event.synchronize, event.elapsed_time
