@@ -78,7 +78,11 @@ std::vector<CaseSpec> default_suite(const std::string& backend) {
 std::map<std::string, Shape> config_classes(const std::vector<Shape>& shapes, int sms) {
   std::map<std::string, Shape> out;
   for (const auto& s : shapes)
-    for (const auto& c : gpu::fused::candidates(s, sms)) out.emplace(gpu::fused::config_class(c, s), s);
+    for (const auto& c : gpu::fused::candidates(s, sms)) {
+      const std::string cls = gpu::fused::config_class(c, s);
+      out.emplace(cls, s);
+      for (const auto& facet : gpu::fused::config_facets(c, s)) out.emplace(cls + ", " + facet, s);
+    }
   return out;
 }
 
@@ -92,17 +96,19 @@ std::vector<OfferedConfig> offered_configs(const Shape& s, int sms) {
 
 std::vector<Shape> config_grid(bool dense) {
   const std::vector<int64_t> ms = dense ? std::vector<int64_t>{1, 64, 128, 129, 192, 256, 300, 384, 512, 768, 1024}
-                                        : std::vector<int64_t>{64, 256, 512};
+                                        : std::vector<int64_t>{64, 192, 256, 512};
   const std::vector<int64_t> ns = dense ? std::vector<int64_t>{64, 96, 192, 512, 1024, 3072, 4096}
                                         : std::vector<int64_t>{96, 1024, 3072};
   const std::vector<int64_t> ks = dense ? std::vector<int64_t>{48, 208, 256, 512, 768, 1024, 1280, 2048, 3840, 4096, 7168}
                                         : std::vector<int64_t>{208, 256, 768, 2048, 3840};
   std::vector<Shape> out;
-  for (int64_t k : ks)
-    for (int64_t m : ms)
-      for (int64_t n : ns) out.push_back(Shape{m, n, k, 1});
+  for (int64_t l : {1, 2})
+    for (int64_t k : ks)
+      for (int64_t m : ms)
+        for (int64_t n : ns) out.push_back(Shape{m, n, k, l});
   // Smallest first, so each class is covered by the cheapest shape that offers it.
-  std::stable_sort(out.begin(), out.end(), [](const Shape& a, const Shape& b) { return a.M * a.N * a.K < b.M * b.N * b.K; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Shape& a, const Shape& b) { return a.L * a.M * a.N * a.K < b.L * b.M * b.N * b.K; });
   return out;
 }
 

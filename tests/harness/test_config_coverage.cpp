@@ -43,6 +43,17 @@ TEST_CASE("config coverage: the classes that stand for code paths of their own a
   CHECK(has("stream-K, even K stages"));
   CHECK(has("int-decode"));
   CHECK(has("cvt-decode"));
+  // Each class across a partial last tile of rows and of columns and across batches
+  // (gpu/fused/candidates.hpp config_facets): the edge masks and batch offsets of every kernel.
+  for (const char* cls : {"v5 tile 256x64 split-K 1", "v5 tile 256x64 stream-K, odd K stages",
+                          "v5 tile 256x64 stream-K, even K stages", "v5 tile 128x96 split-K 1",
+                          "v5 tile 256x64 split-K 2 (2-CTA cluster pairs), K stages divisible",
+                          "v5 tile 128x96 split-K 2 (2-CTA cluster pairs), K stages divisible",
+                          "v5 tile 128x64 split-K 3, K stages not divisible by the splits"})
+    for (const char* facet : {"ragged rows", "ragged columns", "batched"}) {
+      INFO(cls << ", " << facet);
+      CHECK(covered.count(std::string(cls) + ", " + facet) == 1);
+    }
 }
 
 TEST_CASE("config coverage: harness list names every configuration class with the suite shape that runs it") {

@@ -223,4 +223,19 @@ inline std::string config_class(const Candidate& c, const Shape& s) {
   return k;
 }
 
+// The parts of a shape that take other branches of a configuration's code beyond its class: a
+// partial last tile of rows or of columns (masked loads, stores and TMA boxes past the edge) and
+// several batches (per-batch offsets of every operand and of C). Coverage treats each as a class of
+// its own ("<class>, ragged rows"), so the GPU suite runs every configuration across each edge and
+// batch boundary, not only on shapes its tiles divide (harness/plan/suite.cpp config_classes).
+inline std::vector<std::string> config_facets(const Candidate& c, const Shape& s) {
+  const int64_t rows = c.v5 ? c.width : kV3TileRows;
+  const int64_t cols = c.v5 ? c.nt() : c.width;
+  std::vector<std::string> f;
+  if (s.M % rows) f.push_back("ragged rows");
+  if (s.N % cols) f.push_back("ragged columns");
+  if (s.L > 1) f.push_back("batched");
+  return f;
+}
+
 }  // namespace nvfp4::gpu::fused
