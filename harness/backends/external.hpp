@@ -76,6 +76,8 @@ constexpr const char* kUnjoinedStreamNote = "output not complete when the callin
 // Likewise: after a checked call, a tensor of `data` other than the output no longer held what the
 // driver had put there: the submission wrote into its inputs (submission_driver.py, inputs.py).
 constexpr const char* kInputsChangedNote = "the inputs it was handed were changed";
+// Likewise: after the import or a call, torch's current stream was not the caller's.
+constexpr const char* kStreamChangedNote = "the current CUDA stream was left changed";
 
 // Writes the trial's input sets for the driver into `dir` (submission_driver.py's header):
 // case/ the warm-up's set; call<i>/ the set of checked call i+1, with a file `set` naming it and a

@@ -103,7 +103,9 @@ written. If they differ, the driver sends a note naming the call and "output not
 calling stream reached it: work on another stream not joined?", which the harness turns into a FAIL.
 After each checked call every tensor of `data` but c must still hold what the driver put there (the
 tensors the submission was handed; under the driver's graph, the captured ones); otherwise the note
-names the call, "the inputs it was handed were changed" and each changed tensor: a FAIL too.
+names the call, "the inputs it was handed were changed" and each changed tensor: a FAIL too. So is a current CUDA stream other than the caller's (the default
+stream) after the import or a call: "the current CUDA stream was left changed"; the driver makes the
+default stream current again, and reads and times on it whatever stream is current.
 
 `data`, exactly as GPU MODE's nvfp4_dual_gemm task hands it to custom_kernel(data)
 (gpu-mode/reference-kernels, problems/nvidia/nvfp4_dual_gemm/reference.py generate_input, task.py):
@@ -138,8 +140,8 @@ from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nvfp4_driver.bench import time_stage  # noqa: E402
-from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, BoundCuda, Inputs, ReadBack,  # noqa: E402
-                                 load_arrays, read_alphas, read_call_kind)
+from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, STREAM_CHANGED, BoundCuda, Inputs,  # noqa: E402
+                                 ReadBack, load_arrays, read_alphas, read_call_kind)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
                                    read_declarations)
 from nvfp4_driver import rehearse as evaluator  # noqa: E402
@@ -289,6 +291,17 @@ def run_trial(ch, args):
     inputs, reader, fn = ch.stage("init", init)
     sync = state["cuda"].synchronize if torch is not None else (lambda: None)
 
+    def restore_stream(what):
+        """A note naming `what` when the current stream is not the caller's any more, which is then
+        made current again: every call starts on the caller's stream."""
+        cuda = state.get("cuda")
+        if cuda is not None and cuda.current_stream() != cuda.default_stream():
+            ch.send("note", "%s: %s: custom_kernel's work or the caller's next work runs on another stream than "
+                    "the caller's (torch.cuda.set_stream without restoring it?)" % (what, STREAM_CHANGED))
+            cuda.set_stream(cuda.default_stream())
+
+    restore_stream("the import")
+
     def describe(emulated):
         ch.send("describe", "python submission %s (%s data%s%s), toggles %s"
                 % (os.path.basename(args.submission), "torch" if torch is not None else "numpy",
@@ -361,6 +374,7 @@ def run_trial(ch, args):
             what = "call %d (%s)" % (i + 1, call_text(kind, folder))
             ordered, synced = read_back(out, what)
             previous = synced
+            restore_stream(what)
             changed = (static if "graph" in chosen else target).changed_inputs()
             if changed:
                 ch.send("note", "%s: %s: %s" % (what, INPUTS_CHANGED, ", ".join(changed)))

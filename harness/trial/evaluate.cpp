@@ -283,15 +283,19 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       r.cmp_call = i + 1;
     }
   }
-  // Two things a submission's driver sees that the output files cannot show (submission_driver.py),
-  // each a FAIL whatever the outputs compare like: an output read in order on the calling stream
-  // that differs from a read after a device-wide synchronize (still being written when the caller's
-  // stream reached it), and inputs that no longer hold what the driver put there.
+  // What a submission's driver sees that the output files cannot show (submission_driver.py), each a
+  // FAIL whatever the outputs compare like: an output read in order on the calling stream that
+  // differs from a read after a device-wide synchronize (still being written when the caller's
+  // stream reached it), inputs that no longer hold what the driver put there, and a current stream
+  // left other than the caller's.
   std::vector<std::string> flagged;
   if (submission)
     for (const auto& note : child.notes)
-      if (note.find(kUnjoinedStreamNote) != std::string::npos || note.find(kInputsChangedNote) != std::string::npos)
-        flagged.push_back(note);
+      for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote})
+        if (note.find(marker) != std::string::npos) {
+          flagged.push_back(note);
+          break;
+        }
   if (failing.empty() && flagged.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();

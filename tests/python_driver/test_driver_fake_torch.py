@@ -35,6 +35,9 @@ if %(mode)r == "patches-events":  # reports a microsecond per call and never wai
 class Lazy(torch.Tensor):
     pass
 
+if %(mode)r == "stream-at-import":  # an "init at import" that makes its own stream current for good
+    torch.cuda.set_stream(torch.cuda.Stream())
+
 def _bytes(x):
     return x.view(torch.uint8).cpu().numpy()
 
@@ -45,8 +48,13 @@ def custom_kernel(data):
         f.write(json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n")
     out = torch.from_numpy(np.ascontiguousarray(
         epilogue(decode(a, sfa), decode(b1, sfb1), decode(b2, sfb2)).transpose(1, 2, 0)))
-    if %(mode)r == "current":
+    if %(mode)r in ("current", "stream-at-import"):
         c.copy_(out)
+        return c
+    if %(mode)r == "stream-per-call":  # switches to a stream of its own and leaves it current
+        torch.cuda.set_stream(torch.cuda.Stream())
+        c.copy_(out)
+        torch.cuda.current_stream().synchronize()
         return c
     if %(mode)r == "patches-events":
         time.sleep(0.02)
@@ -196,6 +204,20 @@ class FakeTorchDriverTest(unittest.TestCase):
     def test_a_tensor_subclass_is_refused(self):
         msgs, _ = self.run_mode("lazy", last="error")
         self.assertIn("custom_kernel returned a Lazy, a subclass of torch.Tensor; expected a plain one", msgs[-1][1])
+
+    def test_a_current_stream_left_changed_is_flagged_and_undone(self):
+        msgs, _ = self.run_mode("stream-at-import")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(len(notes), 1, msgs)  # the driver made its own stream current again after the import
+        self.assertTrue(notes[0].startswith("the import: the current CUDA stream was left changed"), notes[0])
+        for i, case in enumerate(self.sets):
+            assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
+        msgs, _ = self.run_mode("stream-per-call")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual([n.split(":")[0] for n in notes], ["call 1 (in place, input set 0)",
+                                                            "call 2 (new tensors, input set 1)",
+                                                            "call 3 (in place, input set 2)"])
+        self.assertTrue(all("the current CUDA stream was left changed" in n for n in notes), notes)
 
     def test_joined_side_stream_is_not_flagged(self):
         msgs, _ = self.run_mode("joined")

@@ -13,6 +13,9 @@ CALL_KINDS = ("in-place activations", "in-place all", "new")
 # A note holding this is a FAIL (harness/backends/external.hpp kInputsChangedNote): after a call, a
 # tensor of `data` other than c no longer held what the driver had put there.
 INPUTS_CHANGED = "the inputs it was handed were changed"
+# Likewise (kStreamChangedNote): after the import or a call, torch's current stream was no longer
+# the caller's (the default stream the driver calls on).
+STREAM_CHANGED = "the current CUDA stream was left changed"
 
 
 def load_arrays(folder, np, required):
@@ -233,6 +236,7 @@ class BoundCuda:
     def __init__(self, torch):
         cuda = torch.cuda
         self.synchronize, self.current_stream = cuda.synchronize, cuda.current_stream
+        self.default_stream, self.set_stream, self.stream = cuda.default_stream, cuda.set_stream, cuda.stream
         self._stream_sync = cuda.Stream.synchronize  # current_stream()'s class; binding it starts no context
         event = cuda.Event
         self._event, self._record = event, event.record
@@ -245,7 +249,8 @@ class BoundCuda:
         return self._event(enable_timing=True)
 
     def record(self, event):
-        self._record(event)
+        """`event` recorded on the caller's stream, whatever stream is current."""
+        self._record(event, self.default_stream())
 
     def seconds(self, start, end):
         """Seconds from event `start` to event `end`, once `end` has completed."""
@@ -255,8 +260,8 @@ class BoundCuda:
 
 class ReadBack:
     """Reads outputs as (L, M, N) uint16 bit patterns. With torch, twice: first by a copy ordered on
-    the calling stream (no device-wide synchronize before it: what an engine or a timed caller
-    reading on its own stream sees), then after torch.cuda.synchronize(). The pinned host buffer is
+    the calling stream, the default stream (no device-wide synchronize before it: what an engine or a
+    timed caller reading on its own stream sees), then after torch.cuda.synchronize(). The pinned host buffer is
     allocated once, before any call, so that no allocation can synchronize the device in between."""
 
     def __init__(self, np, shape, torch=None, cuda=None):
@@ -270,8 +275,9 @@ class ReadBack:
         if t is None:
             bits = np.ascontiguousarray(out.transpose(2, 0, 1)).view(np.uint16)
             return bits, bits
-        stream = self.cuda.current_stream()
-        self.host.copy_(out.permute(2, 0, 1).contiguous().view(t.int16), non_blocking=True)
+        stream = self.cuda.default_stream()  # the caller's, even if the submission left another current
+        with self.cuda.stream(stream):
+            self.host.copy_(out.permute(2, 0, 1).contiguous().view(t.int16), non_blocking=True)
         self.cuda.stream_synchronize(stream)
         ordered = self.host.numpy().view(np.uint16).copy()
         self.cuda.synchronize()

@@ -146,6 +146,14 @@ class _Cuda:
     def current_stream(self, device=None):
         return self.current
 
+    def default_stream(self, device=None):
+        return self.default
+
+    def set_stream(self, s):
+        if s not in self.streams:
+            self.streams.append(s)
+        self.current = s
+
     def synchronize(self):
         for s in self.streams:
             s.synchronize()
