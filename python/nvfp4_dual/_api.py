@@ -11,6 +11,25 @@ Inputs = namedtuple("Inputs", "a b1 b2 sfa sfb1 sfb2")
 Inputs.__doc__ = """The six inputs of one problem, in the order reference() and check() take them."""
 
 
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def _alpha(value, name):
+    """A global scale as the fp32 it is (docs/design.md §1.1): finite, within fp32's range, and not
+    a nonzero value that fp32 rounds to zero; InputError naming it otherwise."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} = {value!r}: expected a number") from None
+    if not np.isfinite(x):
+        raise InputError(f"{name} = {x}: expected a finite number")
+    if abs(x) > FLT_MAX:
+        raise InputError(f"{name} = {x:g} is outside fp32's range (|alpha| <= {FLT_MAX:.7g}): global scales are fp32")
+    if x != 0 and np.float32(x) == 0:
+        raise InputError(f"{name} = {x:g} is below fp32's smallest subnormal: fp32 would make it 0")
+    return x
+
+
 def reference(a, b1, b2, sfa, sfb1, sfb2, alpha1=1.0, alpha2=1.0, batch_last=False):
     """The exact reference: returns (c, g, u).
 
@@ -20,7 +39,7 @@ def reference(a, b1, b2, sfa, sfb1, sfb2, alpha1=1.0, alpha2=1.0, batch_last=Fal
     """
     arrays, shape, two_d = problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last)
     L, M, N, K = shape
-    c, g, u = _native.reference(*arrays, L, M, N, K, float(alpha1), float(alpha2))
+    c, g, u = _native.reference(*arrays, L, M, N, K, _alpha(alpha1, "alpha1"), _alpha(alpha2, "alpha2"))
     c = c.view(np.float16)
     return tuple(to_caller_order(x, two_d, batch_last) for x in (c, g, u))
 
@@ -87,7 +106,8 @@ def check(c, a, b1, b2, sfa, sfb1, sfb2, alpha1=1.0, alpha2=1.0, batch_last=Fals
     arrays, shape, _ = problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last)
     bits = output_bits(c, shape, batch_last)
     L, M, N, K = shape
-    return Report(_native.check(bits, *arrays, L, M, N, K, float(alpha1), float(alpha2), "arrays", "c"))
+    return Report(_native.check(bits, *arrays, L, M, N, K, _alpha(alpha1, "alpha1"), _alpha(alpha2, "alpha2"),
+                                "arrays", "c"))
 
 
 def check_case_dir(directory, output=None, batch_last=False):
@@ -131,8 +151,10 @@ def quantize(x):
 
 def dequantize(packed, scales):
     """Decodes NVFP4 (packed (..., K/2), scales (..., K/16)) to float64 (..., K), exactly."""
-    p = np.ascontiguousarray(as_bytes(packed, "packed"))
-    s = np.ascontiguousarray(as_bytes(scales, "scales"))
+    p = np.ascontiguousarray(as_bytes(packed, "packed", False))
+    s = np.ascontiguousarray(as_bytes(scales, "scales", True))
+    if p.ndim == 0 or p.size == 0:
+        raise InputError(f"dequantize: packed has shape {p.shape}; expected (..., K/2) with no empty dimension")
     K = 2 * p.shape[-1]
     rows = p.size // p.shape[-1]
     if s.shape[:-1] != p.shape[:-1] or s.shape[-1] * 16 != K:
@@ -167,5 +189,7 @@ def generate(shape, dist="normal", seed=0, batch_last=False):
     Arrays are 2-D when L = 1, else (L, rows, cols), or (rows, cols, L) with batch_last.
     """
     M, N, K, L = _parse_shape(shape)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2 ** 64:
+        raise InputError(f"seed = {seed!r}: expected an integer in [0, 2^64)")
     arrays = _native.generate(M, N, K, L, str(dist), int(seed))
     return Inputs(*(to_caller_order(x, L == 1, batch_last) for x in arrays))

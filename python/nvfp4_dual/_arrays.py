@@ -31,18 +31,44 @@ def as_numpy(x):
     return np.asarray(x)
 
 
-def as_bytes(x, name):
-    """Raw bytes (packed E2M1 or E4M3 scales) of any one-byte dtype, as uint8."""
+# The one-byte dtypes whose bytes are taken as they are: raw bytes, and the float type that means
+# what the argument holds (torch's packed E2M1 pairs; E4M3FN, as torch and ml_dtypes name it).
+# Any other one-byte float (float8_e5m2, float8_e4m3fnuz, float8_e8m0fnu, ml_dtypes' unpacked
+# float4_e2m1fn, ...) holds other values in the same bytes: refused, never reinterpreted.
+RAW_BYTES = ("uint8", "int8")
+PACKED_FP4 = RAW_BYTES + ("float4_e2m1fn_x2",)
+E4M3_SCALES = RAW_BYTES + ("float8_e4m3fn",)
+
+
+def dtype_name(x):
+    """The dtype's name without a module prefix: 'uint8', 'float8_e4m3fn', ... (numpy, ml_dtypes, torch)."""
+    return str(getattr(x, "dtype", "")).replace("torch.", "")
+
+
+def as_bytes(x, name, scales):
+    """Raw bytes of packed E2M1 (`scales` False) or of E4M3FN scales (`scales` True), as uint8."""
+    kind = dtype_name(x) if hasattr(x, "dtype") else None
     a = as_numpy(x)
-    if a.dtype.itemsize != 1 or a.dtype == np.bool_:
-        raise InputError(f"{name}: dtype {a.dtype}, expected uint8 (the raw bytes; "
-                         "from torch: t.view(torch.uint8))")
+    kind = kind or a.dtype.name
+    if kind not in (E4M3_SCALES if scales else PACKED_FP4):
+        what = "E4M3FN scale bytes: uint8 or float8_e4m3fn" if scales else \
+            "packed E2M1 bytes, two per byte (element 2j in the low nibble): uint8 or float4_e2m1fn_x2"
+        why = ""
+        if kind.startswith("float8") or kind.startswith("float4") or kind.startswith("float6"):
+            why = f" ({kind} stores other values in its bytes; they would be decoded wrongly)"
+            if kind == "float4_e2m1fn":
+                why = " (one E2M1 value per byte: pack two per byte first)"
+        raise InputError(f"{name}: dtype {kind}, expected {what}{why}")
+    if a.dtype.itemsize != 1:
+        raise InputError(f"{name}: dtype {a.dtype}, expected one-byte elements")
     return a.view(np.uint8)
 
 
 def as_fp16_bits(x, name="c"):
     """An fp16 output as its uint16 bit patterns (float16 or uint16 accepted)."""
     a = as_numpy(x)
+    if a.dtype.kind in "fu" and a.dtype.itemsize == 2 and not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))  # the same values in this machine's byte order
     if a.dtype == np.float16:
         return a.view(np.uint16)
     if a.dtype == np.uint16:
@@ -76,14 +102,18 @@ def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
     """The six inputs batch-first and checked against each other (the checks of a case directory,
     naming the argument that disagrees). Returns (arrays, (L, M, N, K), two_d)."""
     names = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
-    raw = [as_bytes(x, n) for x, n in zip((a, b1, b2, sfa, sfb1, sfb2), names)]
+    raw = [as_bytes(x, n, n.startswith("sf")) for x, n in zip((a, b1, b2, sfa, sfb1, sfb2), names)]
     two_d = raw[0].ndim == 2
     A, B1, B2, SA, SB1, SB2 = (batch_first(x, n, batch_last) for x, n in zip(raw, names))
     L, M, K = A.shape[0], A.shape[1], 2 * A.shape[2]
     N = B1.shape[1]
     ks = f"K = {K} (from a, {A.shape[2]} bytes per row)"
     if K % 16:
-        raise InputError(f"a: {ks} is not a multiple of 16 (one E4M3 scale per 16 elements)")
+        hint = ""
+        if raw[0].ndim == 3 and not batch_last:
+            hint = ("; read batch-first as (L, rows, cols): for GPU MODE's (rows, cols, L) order pass "
+                    "batch_last=True")
+        raise InputError(f"a: {ks} is not a multiple of 16 (one E4M3 scale per 16 elements){hint}")
     for x, n in zip((B1, B2, SA, SB1, SB2), names[1:]):
         if x.shape[0] != L:
             hint = " (batch-last order)" if batch_last else " (batch-first order; pass batch_last=True for (rows, cols, L))"

@@ -25,7 +25,7 @@ def _cdiv(a, b):
 def to_blocked(scales, batch_last=False):
     """plain -> blocked. (rows, cols) gives the 1-D blocked buffer (Rt·Ct·512 bytes);
     (L, rows, cols) (or (rows, cols, L) with batch_last) gives (L, Rt·Ct·512)."""
-    raw = as_bytes(scales, "scales")
+    raw = as_bytes(scales, "scales", True)
     plain = batch_first(raw, "scales", batch_last)
     L, rows, cols = plain.shape
     out = _native.to_blocked(plain, L, rows, cols)
@@ -35,7 +35,7 @@ def to_blocked(scales, batch_last=False):
 def from_blocked(blocked, rows, cols):
     """blocked -> plain: a 1-D buffer gives (rows, cols); (L, Rt·Ct·512) gives (L, rows, cols).
     Padding bytes are ignored (compare_scale_layouts checks them)."""
-    b = np.ascontiguousarray(as_bytes(blocked, "blocked"))
+    b = np.ascontiguousarray(as_bytes(blocked, "blocked", True))
     per = _cdiv(rows, 128) * 128 * _cdiv(cols, 4) * 4
     L = 1 if b.ndim == 1 else b.shape[0]
     if b.ndim not in (1, 2) or b.size != L * per:
@@ -47,9 +47,9 @@ def from_blocked(blocked, rows, cols):
 def compare_scale_layouts(plain, blocked, batch_last=False):
     """None when `blocked` (as from to_blocked) encodes `plain` with zero padding, else the first
     disagreement as one line."""
-    p = batch_first(as_bytes(plain, "plain"), "plain", batch_last)
+    p = batch_first(as_bytes(plain, "plain", True), "plain", batch_last)
     L, rows, cols = p.shape
-    b = np.ascontiguousarray(as_bytes(blocked, "blocked"))
+    b = np.ascontiguousarray(as_bytes(blocked, "blocked", True))
     msg = _native.compare_scale_layouts(p, b, L, rows, cols)
     return msg or None
 
@@ -57,7 +57,7 @@ def compare_scale_layouts(plain, blocked, batch_last=False):
 def to_cute_permuted(scales, batch_last=False):
     """plain (rows, cols) / (L, rows, cols) (or (rows, cols, L) with batch_last) -> GPU MODE's
     permuted view, shape (32, 4, Rt, 4, Ct, L), over a fresh blocked buffer (zero padding)."""
-    raw = as_bytes(scales, "scales")
+    raw = as_bytes(scales, "scales", True)
     plain = batch_first(raw, "scales", batch_last)
     L, rows, cols = plain.shape
     Rt, Ct = _cdiv(rows, 128), _cdiv(cols, 4)
@@ -68,7 +68,7 @@ def to_cute_permuted(scales, batch_last=False):
 def from_cute_permuted(permuted, rows, cols, batch_last=False):
     """GPU MODE's permuted view (32, 4, Rt, 4, Ct, L) -> plain (L, rows, cols), or (rows, cols, L)
     with batch_last (GPU MODE's sfa order). Any strides are accepted; padding is ignored."""
-    p = as_bytes(permuted, "permuted")
+    p = as_bytes(permuted, "permuted", True)
     Rt, Ct = _cdiv(rows, 128), _cdiv(cols, 4)
     if p.ndim != 6 or p.shape[:5] != (32, 4, Rt, 4, Ct):
         raise InputError(f"permuted: shape {p.shape}, expected (32, 4, {Rt}, 4, {Ct}, L) for {rows} x {cols} scales")

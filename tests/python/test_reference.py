@@ -101,7 +101,10 @@ def test_alpha():
     (lambda x: x._replace(a=x.a[:, :7]), "a: K = 14"),
     (lambda x: x._replace(sfa=x.sfa[:3]), "sfa: 3 rows, but a has 5"),
     (lambda x: x._replace(b2=x.b2[:, :8]), "b2: 8 bytes per row"),
-    (lambda x: x._replace(sfb1=x.sfb1.astype(np.float32)), "sfb1: dtype float32, expected uint8"),
+    (lambda x: x._replace(sfb1=x.sfb1.astype(np.float32)), "sfb1: dtype float32, expected E4M3FN scale bytes: uint8"),
+    (lambda x: x._replace(a=x.a.reshape(5, 32, 1)), "a: K = 2 (from a, 1 bytes per row) is not a multiple of 16 (one "
+                                                    "E4M3 scale per 16 elements); read batch-first as (L, rows, cols): "
+                                                    "for GPU MODE's (rows, cols, L) order pass batch_last=True"),
     (lambda x: x._replace(b1=x.b1[None, None]), "b1: shape (1, 1, 7, 32) has 4 dimension(s)"),
 ])
 def test_bad_input_names_the_argument(bad, message):
@@ -109,3 +112,55 @@ def test_bad_input_names_the_argument(bad, message):
     with pytest.raises(nd.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         nd.reference(*bad(x))
     assert issubclass(nd.InputError, ValueError)
+
+
+def test_one_byte_floats_of_other_formats_are_refused_not_reinterpreted():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = nd.generate("5x7x64", "normal", 1)
+    c, _, _ = nd.reference(*x)
+    # E4M3FN scales as ml_dtypes' float8_e4m3fn: the same bytes, the same result.
+    same = x._replace(sfa=x.sfa.view(ml_dtypes.float8_e4m3fn), sfb1=x.sfb1.view(ml_dtypes.float8_e4m3fn))
+    assert same_bits(nd.reference(*same)[0], c)
+    for other in ("float8_e5m2", "float8_e4m3fnuz", "float8_e8m0fnu", "float8_e4m3b11fnuz"):
+        with pytest.raises(nd.InputError, match=r"sfb2: dtype %s, expected E4M3FN scale bytes: uint8 or float8_e4m3fn "
+                                                r"\(%s stores other values" % (other, other)):
+            nd.reference(*x._replace(sfb2=x.sfb2.view(getattr(ml_dtypes, other))))
+        with pytest.raises(nd.InputError, match="scales: dtype %s" % other):
+            nd.dequantize(x.a, x.sfa.view(getattr(ml_dtypes, other)))
+    # Packed E2M1 given as scales' type, or unpacked one value per byte.
+    with pytest.raises(nd.InputError, match=r"a: dtype float8_e4m3fn, expected packed E2M1 bytes"):
+        nd.reference(*x._replace(a=x.a.view(ml_dtypes.float8_e4m3fn)))
+    with pytest.raises(nd.InputError, match=r"b1: dtype float4_e2m1fn, .*one E2M1 value per byte: pack two per byte"):
+        nd.reference(*x._replace(b1=x.b1.view(ml_dtypes.float4_e2m1fn)))
+    with pytest.raises(nd.InputError, match="dtype bool"):
+        nd.reference(*x._replace(sfa=x.sfa.astype(bool)))
+
+
+@pytest.mark.parametrize("alpha, message", [
+    (float("inf"), "alpha1 = inf: expected a finite number"),
+    (float("nan"), "alpha1 = nan: expected a finite number"),
+    (1e40, "alpha1 = 1e+40 is outside fp32's range"),
+    (-1e-50, "alpha1 = -1e-50 is below fp32's smallest subnormal: fp32 would make it 0"),
+    ("x", "alpha1 = 'x': expected a number"),
+])
+def test_alphas_outside_fp32_are_refused(alpha, message):
+    x = nd.generate("4x4x16", "normal", 1)
+    for f in (lambda: nd.reference(*x, alpha1=alpha), lambda: nd.check(nd.reference(*x)[0], *x, alpha1=alpha)):
+        with pytest.raises(nd.InputError, match=message.replace("(", r"\(").replace("+", r"\+")):
+            f()
+    # fp32's extremes themselves are fine
+    nd.reference(*x, alpha1=float(np.finfo(np.float32).max), alpha2=float(np.float32(1e-45)))
+
+
+def test_other_bad_arguments_are_input_errors():
+    with pytest.raises(nd.InputError, match="dequantize: packed has shape"):
+        nd.dequantize(np.zeros((4, 0), np.uint8), np.zeros((4, 0), np.uint8))
+    for seed in (-1, 2 ** 64, 1.5, True):
+        with pytest.raises(nd.InputError, match="seed = .*expected an integer in"):
+            nd.generate("4x4x16", "normal", seed)
+
+
+def test_an_output_in_the_other_byte_order_is_read_by_value():
+    x = nd.generate("5x7x64", "normal", 1)
+    c, _, _ = nd.reference(*x)
+    assert nd.check(c.astype(">f2"), *x).ok
