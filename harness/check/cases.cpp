@@ -37,9 +37,16 @@ std::pair<float, float> parse_alphas(const std::string& text) {
   const size_t comma = text.find(',');
   auto one = [&](const std::string& t) {
     char* end = nullptr;
-    const float v = std::strtof(t.c_str(), &end);
-    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v))
+    const double d = std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(d))
       throw InputError("bad alphas '" + text + "': write two finite numbers, A1,A2 (e.g. -1.5,0.3)");
+    // The global scales are fp32 (docs/design.md §1.1): a value fp32 cannot hold is refused, not
+    // turned into inf or 0.
+    const float v = static_cast<float>(d);
+    if (!std::isfinite(v))
+      throw InputError("bad alphas '" + text + "': " + t + " is outside fp32's range (|alpha| <= 3.4028235e38)");
+    if (v == 0.0f && d != 0.0)
+      throw InputError("bad alphas '" + text + "': " + t + " is below fp32's smallest subnormal (fp32 would make it 0)");
     return v;
   };
   if (comma == std::string::npos) one("");  // throws with the usage

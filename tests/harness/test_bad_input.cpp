@@ -436,6 +436,9 @@ std::vector<Row> option_rows(Files& f) {
   opt({"--verify", "plain", "--shape", "65536x65536x65536", "--max-memory", "64"}, "--shape", "needs about");
   opt({"--verify", "plain", "--shape", "4096x4096x4096", "--max-memory", "0.01"}, "--shape", "more than the 10.2 MiB");
   opt({"--verify", "all", "--max-memory", "0.0001"}, "suite case", "needs about");
+  opt({"--verify", "plain", "--shape", "4x4x16", "--alpha", "1e40,1"}, "1e40", "outside fp32's range");
+  opt({"--verify", "plain", "--shape", "4x4x16", "--alpha", "1,-1e-50"}, "-1e-50", "below fp32's smallest subnormal");
+  opt({"--verify", "plain", "--shape", "4x4x16", "--alpha", "1,inf"}, "bad alphas", "two finite numbers");
   opt({"--verify", "plain", "--dist", ""}, "--dist", empty);
   opt({"--verify", "plain", "--dist", ","}, "--dist", "empty item");
   opt({"--verify", "plain", "--dist", "gaussian"}, "--dist", "unknown distribution 'gaussian'");
