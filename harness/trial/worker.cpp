@@ -138,6 +138,13 @@ double budget_of(const Budgets& b, const std::string& stage) {
   return s ? b.of(s->id) : b.trial;
 }
 
+std::string bounded_text(const std::string& text) {
+  if (text.size() <= kMaxMessageText) return text;
+  size_t cut = kMaxMessageText;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return text.substr(0, cut) + " ... [" + std::to_string(text.size() - cut) + " more bytes left out]";
+}
+
 void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk,
               bool reap) {
   const auto trial_deadline = talk.t0 + secs(b.trial);
@@ -164,15 +171,18 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
           s.ahead = f.size() > 3 && f[3] == "ahead";
         }
     } else if (kind == "describe" && f.size() > 1) {
-      rep.describe = f[1];
+      rep.describe = bounded_text(f[1]);
     } else if (kind == "note" && f.size() > 1) {
-      rep.notes.push_back(f[1]);
+      if (rep.notes.size() < kMaxNotes)
+        rep.notes.push_back(bounded_text(f[1]));
+      else
+        ++talk.notes_dropped;
     } else if (kind == "skip") {
       talk.skip = true;
-      talk.skip_reason = f.size() > 1 ? f[1] : "";
+      talk.skip_reason = f.size() > 1 ? bounded_text(f[1]) : "";
     } else if (kind == "error") {
       talk.error = true;
-      talk.error_message = f.size() > 1 ? f[1] : "";
+      talk.error_message = f.size() > 1 ? bounded_text(f[1]) : "";
     } else if (kind == "output") {
       ++talk.outputs;
       talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
@@ -210,8 +220,14 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
   auto drain = [&] {  // the complete lines received so far, up to a worker's `end`
     size_t nl;
     while (!talk.end && (nl = pending.find('\n')) != std::string::npos) {
-      handle(pending.substr(0, nl));
+      if (!talk.dropping_line) handle(pending.substr(0, nl));
+      talk.dropping_line = false;
       pending.erase(0, nl + 1);
+    }
+    if (!talk.end && pending.size() > kMaxMessageLine) {  // no newline yet: handle the start, drop the rest
+      if (!talk.dropping_line) handle(pending.substr(0, kMaxMessageLine));
+      talk.dropping_line = true;
+      pending.clear();
     }
   };
   drain();
@@ -273,6 +289,9 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
 
 void conclude(ChildReport& rep, const Conversation& talk, int status, const Budgets& b, const std::string& log_path) {
   const std::string& stage = talk.stage;
+  if (talk.notes_dropped)
+    rep.notes.push_back(std::to_string(talk.notes_dropped) + " more notes from the child left out (" +
+                        std::to_string(kMaxNotes) + " kept)");
   rep.wall = std::chrono::duration<double>(Clock::now() - talk.t0).count();
   rep.stage = stage;
   rep.stage_elapsed = std::chrono::duration<double>(talk.end_of_talk - talk.stage_t0).count();

@@ -45,7 +45,20 @@ struct Conversation {
   // after its messages were read the pipe still gave no EOF, so another process holds it.
   bool exited = false;
   bool pipe_held = false;
+  // A line longer than kMaxMessageLine was handled cut; the rest of it, up to its newline, is dropped.
+  bool dropping_line = false;
+  size_t notes_dropped = 0;  // notes beyond kMaxNotes
 };
+
+// What one child can make the parent hold: a text field (an error, a note, a description, a skip
+// reason) is kept to kMaxMessageText bytes, a line to kMaxMessageLine, a trial to kMaxNotes notes.
+// A submission or plugin whose exception text is megabytes long (a repr of a tensor) still gets
+// its verdict and the start of its message, not megabytes of console and JSON per trial.
+constexpr size_t kMaxMessageText = 4096;
+constexpr size_t kMaxMessageLine = size_t(1) << 20;
+constexpr size_t kMaxNotes = 64;
+// `text` cut to kMaxMessageText bytes at a UTF-8 character boundary, with the number of bytes left out.
+std::string bounded_text(const std::string& text);
 
 // Reads message lines from `fd` (bytes of a partial line stay in `pending`) into `rep` and `talk`
 // until EOF, an `end` line, or the stage's or the trial's deadline; past a deadline it kills the

@@ -210,6 +210,27 @@ TEST_CASE("--bisect: the verdict and progress lines are one line even when an er
   CHECK(r.out.find("\nsecond line") == std::string::npos);
 }
 
+TEST_CASE("--submission: a megabyte-long error is kept to its start; the verdict and exit code stand") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  // 10 MB of exception text at import (a tensor's repr, say): the driver sends it as one `error`
+  // line, and the trial is ERROR in stage load with the reason's first 4 KiB.
+  const std::string huge = submission("raise RuntimeError('x' * 10_000_000 + 'END-OF-REASON')");
+  const std::string json = temp_dir() + "/huge.json";
+  const auto r = run_argv(with_case({"--submission", huge, "--verify", "plain", "--json", json}), 120);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(r.out.size() < 100000);  // the console: the start of the reason, not 20 MB
+  CHECK(has(r.out, "RuntimeError: xxxx"));
+  CHECK(has(r.out, "more bytes left out]"));
+  CHECK_FALSE(has(r.out, "END-OF-REASON"));
+  struct stat st {};
+  REQUIRE(::stat(json.c_str(), &st) == 0);
+  CHECK(st.st_size < 200000);
+}
+
 TEST_CASE("--plugin: --bench times the plugin's combinations like built-ins, each timed output checked") {
   const std::string json = temp_dir() + "/bench.json";
   const auto r = run_argv({"--plugin", kPlugin, "--bench", "plain,threads", "--bench-shapes", "33x65x160,64x128x256",
