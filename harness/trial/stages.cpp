@@ -1,6 +1,7 @@
 // stages.cpp — the stage pipeline after setup (see stages.hpp; the contract is trial.hpp's).
 #include "stages.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -24,6 +25,7 @@ void time_stage(StageSink& sink, const TrialSpec& t, Plan& plan, const std::vect
   f.t = measure_calls(plan, o.timing, [&](int i) { plan.set_inputs(sets[size_t(set_of(i))], o.fresh); });
   std::vector<uint16_t> c(size_t(shape.c_elems()));
   auto send_output = [&](int index, int set) {
+    std::fill(c.begin(), c.end(), kPoisonBits);  // what read_output leaves unwritten shows as such
     plan.read_output(c.data());
     for (const auto& note : apply_output_faults(o.faults, Stage::Time, t.combo, shape, c.data(), kPoisonBits))
       sink.note(note);
@@ -62,6 +64,7 @@ void configs_stage(StageSink& sink, Plan& base, const std::vector<Problem>& sets
     base.poison_output(kPoisonBits);
     base.enqueue();
     base.synchronize();
+    std::fill(c.begin(), c.end(), kPoisonBits);
     base.read_output(c.data());
     sink.config_output(int(i), set, names[i], c);
   }
@@ -143,6 +146,9 @@ void run_stages(const TrialSpec& t, const std::vector<Problem>& sets, StageSink&
       if (o.runs == 1 || call + 1 < o.runs) plan->poison_output(kPoisonBits);
       plan->enqueue();
       plan->synchronize();
+      // The host copy starts as the poison too: an element read_output leaves unwritten (a plugin
+      // that copies nothing back) is named unwritten, not taken from the previous call.
+      std::fill(c.begin(), c.end(), kPoisonBits);
       plan->read_output(c.data());
       if (call == o.runs - 1)
         for (const auto& note : apply_output_faults(o.faults, Stage::Run, t.combo, problem.shape, c.data(), kPoisonBits))

@@ -210,6 +210,17 @@ TEST_CASE("--bisect: the verdict and progress lines are one line even when an er
   CHECK(r.out.find("\nsecond line") == std::string::npos);
 }
 
+TEST_CASE("--plugin: a read_output that copies nothing back leaves every element named unwritten") {
+  const std::string json = temp_dir() + "/reads_nothing.json";
+  const auto r = run_argv(with_case({"--plugin", kBroken + "/libbroken_reads_nothing.so", "--verify", "plain",
+                                     "--json", json}), 120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "FAIL"));
+  CHECK(has(r.out, "2145 of 2145 elements over tolerance in call 1 (2145 unwritten)"));
+}
+
 TEST_CASE("--submission: a megabyte-long error is kept to its start; the verdict and exit code stand") {
   if (!have_numpy()) {
     MESSAGE("numpy is not importable here: not run");
