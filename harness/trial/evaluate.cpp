@@ -145,7 +145,8 @@ void check_configs(TrialResult& r, const ChildReport& child, ReferenceCache& cac
 // inputs or a cached result), and for a submission what kind of cache that suggests, as one
 // clause appended to the failure message ("" when nothing matches).
 static std::string stale_diagnosis(const TrialResult& r, const std::vector<int>& failing,
-                            const std::vector<SubmissionCall>& inputs, bool submission, int calls, int runs) {
+                                   const std::vector<SubmissionCall>& inputs, bool submission, int calls, int runs,
+                                   const std::vector<int>& case_alphas) {
   const bool one = failing.size() == 1;
   std::vector<std::string> stale, hints;
   auto hint = [&](const std::string& h) {
@@ -169,7 +170,13 @@ static std::string stale_diagnosis(const TrialResult& r, const std::vector<int>&
     }
     stale.push_back(s);
   }
-  if (submission && stale.empty()) {
+  if (!case_alphas.empty()) {
+    const bool one_call = case_alphas.size() == 1;
+    hint(std::string(one_call ? "call " : "calls ") + joined(case_alphas) +
+         (one_call ? " matches its inputs" : " match their inputs") +
+         " under the case's global scales, not the new alpha1, alpha2 handed with the new weights: the alphas "
+         "ignored, or kept from an earlier call?");
+  } else if (submission && stale.empty()) {
     // Only the calls with new weights fail, and a call with the weights of the warm-up passes.
     bool weights_only = true, kept_weights_pass = false;
     for (int i = 0; i < calls; ++i) {
@@ -317,6 +324,18 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
       }
     }
   }
+  // A submission that takes the global scales gets new ones with new weights: does a failing call
+  // of that kind pass against its own inputs under the case's alphas? Then it ignored the call's
+  // alphas or kept earlier ones.
+  std::vector<int> case_alphas;
+  if (submission)
+    for (int call : failing) {
+      SubmissionCall k = inputs[size_t(call - 1)];
+      if (r.matches_set_per_call[size_t(call - 1)] >= 0 || k.mode != InputSet::All || k.keep_alphas) continue;
+      k.keep_alphas = true;
+      if (cache.compare(*reference_of(cache, spec.c, k), child.outputs[size_t(call - 1)].data(), call).pass())
+        case_alphas.push_back(call);
+    }
 
   r.outcome = Outcome::Fail;
   r.stage = "run";
@@ -357,7 +376,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     m << ")";
   }
   if (one && calls > 1) m << " (other calls pass)";
-  m << stale_diagnosis(r, failing, inputs, submission, calls, runs);
+  m << stale_diagnosis(r, failing, inputs, submission, calls, runs, case_alphas);
   if (!r.cmp.cert_pass()) m << "; exactness certificate: " << r.cmp.cert_message();
   if (!r.cmp.stat_pass()) m << "; statistical gate: " << r.cmp.stat_message();
   if (!r.cmp.ms_pass()) m << "; mean-square gate: " << r.cmp.ms_message();
