@@ -108,10 +108,20 @@ CaseHeaders read_headers(const std::string& dir, bool batch_last) {
                           ? std::string("; read batch-first as (L, M, K/2): if the file is (M, K/2, L) (GPU MODE's "
                                         "order), pass --batch-last")
                           : std::string()));
+  // A scale file holding exactly as many bytes as the 128 x 4 blocked layout of its matrix (§1.4) was
+  // most likely saved in that layout: say so wherever its shape is refused.
+  auto blocked_hint = [&](const Operand& sf, int64_t rows) {
+    const int64_t blocked = L * ((rows + 127) / 128) * ((K / 16 + 3) / 4) * 512;
+    if (K % 16 != 0 || sf.L * sf.rows * sf.cols != blocked || (sf.rows == rows && sf.cols == K / 16)) return std::string();
+    return "; its " + std::to_string(blocked) + " bytes are the 128x4 blocked layout's (docs/design.md §1.4): save the "
+           "plain (L, rows, K/16) layout (nvfp4_dual.from_blocked converts)";
+  };
+  auto scale_rows = [&](const Operand* op) { return op == &c.sfa ? M : N; };
   for (const Operand* op : {&c.b1, &c.b2, &c.sfa, &c.sfb1, &c.sfb2})
     if (op->L != L)
       fail(op->path, "L = " + std::to_string(op->L) + " but a.npy has L = " + std::to_string(L) +
-                         (batch_last ? " (batch-last order)" : " (batch-first order; pass batch_last for (rows, cols, L))"));
+                         (batch_last ? " (batch-last order)" : " (batch-first order; pass batch_last for (rows, cols, L))") +
+                         (op == &c.b1 || op == &c.b2 ? std::string() : blocked_hint(*op, scale_rows(op))));
   for (const Operand* op : {&b1, &b2})
     if (op->cols != a.cols)
       fail(op->path, std::to_string(op->cols) + " bytes per row (K = " + std::to_string(2 * op->cols) + "), but " + ks);
@@ -119,9 +129,11 @@ CaseHeaders read_headers(const std::string& dir, bool batch_last) {
     fail(b2.path, "N = " + std::to_string(b2.rows) + " rows, but b1.npy has N = " + std::to_string(N));
   auto check_sf = [&](const Operand& sf, int64_t rows, const char* rows_from) {
     if (sf.rows != rows)
-      fail(sf.path, std::to_string(sf.rows) + " rows, but " + rows_from + " has " + std::to_string(rows));
+      fail(sf.path, std::to_string(sf.rows) + " rows, but " + rows_from + " has " + std::to_string(rows) +
+                        blocked_hint(sf, rows));
     if (sf.cols != K / 16)
-      fail(sf.path, std::to_string(sf.cols) + " scales per row, but " + ks + " needs K/16 = " + std::to_string(K / 16));
+      fail(sf.path, std::to_string(sf.cols) + " scales per row, but " + ks + " needs K/16 = " + std::to_string(K / 16) +
+                        blocked_hint(sf, rows));
   };
   check_sf(c.sfa, M, "a.npy");
   check_sf(c.sfb1, N, "b1.npy");

@@ -124,10 +124,14 @@ def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
     if B2.shape[1] != N:
         raise InputError(f"b2: N = {B2.shape[1]} rows, but b1 has N = {N}")
     for x, n, rows, src in ((SA, "sfa", M, "a"), (SB1, "sfb1", N, "b1"), (SB2, "sfb2", N, "b1")):
+        # As many bytes as the 128 x 4 blocked layout of its matrix: most likely saved in it.
+        blocked = L * -(-rows // 128) * -(-(K // 16) // 4) * 512
+        hint = (f"; its {blocked} bytes are the 128x4 blocked layout's: pass the plain (rows, K/16) layout "
+                f"(nvfp4_dual.from_blocked converts)") if x.size == blocked else ""
         if x.shape[1] != rows:
-            raise InputError(f"{n}: {x.shape[1]} rows, but {src} has {rows}")
+            raise InputError(f"{n}: {x.shape[1]} rows, but {src} has {rows}{hint}")
         if x.shape[2] != K // 16:
-            raise InputError(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}")
+            raise InputError(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}{hint}")
     return (A, B1, B2, SA, SB1, SB2), (L, M, N, K), two_d
 
 

@@ -268,6 +268,12 @@ std::vector<Row> case_file_rows(Files& f, const std::string& out) {
   bad_file("b2.npy", npy(1, dict("|u1", "(8, 16)"), 100), "truncated");
   bad_file("sfa.npy", npy(1, dict("|u1", "(3, 2)"), 6), "3 rows, but a.npy has 4");
   bad_file("sfa.npy", npy(1, dict("|u1", "(4, 3)"), 12), "3 scales per row");
+  // Scales saved in the 128 x 4 blocked layout (one 512-byte tile for 4 rows x 2 scales), flat or
+  // as (rows, 128): the refusal says which layout the size matches.
+  bad_file("sfa.npy", npy(1, dict("|u1", "(1, 512)"), 512),
+           "1 rows, but a.npy has 4; its 512 bytes are the 128x4 blocked layout's");
+  bad_file("sfb1.npy", npy(1, dict("|u1", "(8, 64)"), 512), "64 scales per row, but K = 32 (from a.npy, 16 bytes per "
+           "row) needs K/16 = 2; its 512 bytes are the 128x4 blocked layout's (docs/design.md §1.4): save the plain");
   bad_file("sfb1.npy", npy(1, dict("|u1", "(9, 2)"), 18), "9 rows, but b1.npy has 8");
   bad_file("sfb2.npy", npy(1, dict("|u1", "(8, 1)"), 8), "1 scales per row");
   bad_file("sfb2.npy", npy(1, dict("<f4", "(8, 2)"), 64), "dtype float32");

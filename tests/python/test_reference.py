@@ -100,6 +100,7 @@ def test_alpha():
 @pytest.mark.parametrize("bad, message", [
     (lambda x: x._replace(a=x.a[:, :7]), "a: K = 14"),
     (lambda x: x._replace(sfa=x.sfa[:3]), "sfa: 3 rows, but a has 5"),
+    (lambda x: x._replace(sfa=nd.to_blocked(x.sfa).reshape(128, 4)), "sfa: 128 rows, but a has 5; its 512 bytes are the 128x4 blocked"),
     (lambda x: x._replace(b2=x.b2[:, :8]), "b2: 8 bytes per row"),
     (lambda x: x._replace(sfb1=x.sfb1.astype(np.float32)), "sfb1: dtype float32, expected E4M3FN scale bytes: uint8"),
     (lambda x: x._replace(a=x.a.reshape(5, 32, 1)), "a: K = 2 (from a, 1 bytes per row) is not a multiple of 16 (one "
