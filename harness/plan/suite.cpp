@@ -97,8 +97,9 @@ std::vector<OfferedConfig> offered_configs(const Shape& s, int sms) {
 std::vector<Shape> config_grid(bool dense) {
   const std::vector<int64_t> ms = dense ? std::vector<int64_t>{1, 64, 128, 129, 192, 256, 300, 384, 512, 768, 1024}
                                         : std::vector<int64_t>{64, 192, 256, 512};
-  const std::vector<int64_t> ns = dense ? std::vector<int64_t>{64, 96, 192, 512, 1024, 3072, 4096}
-                                        : std::vector<int64_t>{96, 1024, 3072};
+  // N: multiples of 32 and of 64 or 96 (whole tiles) and not (80, 200: a partial last tile of every width).
+  const std::vector<int64_t> ns = dense ? std::vector<int64_t>{64, 80, 96, 192, 200, 512, 1024, 3072, 4096}
+                                        : std::vector<int64_t>{80, 96, 1024, 3072};
   const std::vector<int64_t> ks = dense ? std::vector<int64_t>{48, 208, 256, 512, 768, 1024, 1280, 2048, 3840, 4096, 7168}
                                         : std::vector<int64_t>{208, 256, 768, 2048, 3840};
   std::vector<Shape> out;

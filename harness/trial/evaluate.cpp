@@ -341,12 +341,16 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   r.stage = "run";
   r.stage_elapsed = r.stage_seconds("run");
   std::ostringstream m;
-  for (size_t i = 0; i < flagged.size(); ++i) m << (i ? "; " : "") << flagged[i];
-  if (std::any_of(flagged.begin(), flagged.end(),
-                  [](const std::string& n) { return n.find(kInputsChangedNote) != std::string::npos; }))
-    m << ": custom_kernel (in that call or an earlier one) wrote into tensors of `data` other than c, which are "
-         "the caller's: an engine keeps its weights for the next call and may hand the same activations to "
-         "another layer";
+  bool explained = false;  // the inputs-changed explanation, once, right after the first such note
+  for (size_t i = 0; i < flagged.size(); ++i) {
+    m << (i ? "; " : "") << flagged[i];
+    if (!explained && flagged[i].find(kInputsChangedNote) != std::string::npos) {
+      explained = true;
+      m << " (custom_kernel, in that call or an earlier one, wrote into tensors of `data` other than c, which "
+           "are the caller's: an engine keeps its weights for the next call and may hand the same activations "
+           "to another layer)";
+    }
+  }
   if (failing.empty()) {
     r.message = m.str();
     return r;

@@ -138,11 +138,13 @@ double budget_of(const Budgets& b, const std::string& stage) {
   return s ? b.of(s->id) : b.trial;
 }
 
-std::string bounded_text(const std::string& text) {
-  if (text.size() <= kMaxMessageText) return text;
+std::string bounded_text(const std::string& text, bool line_cut) {
+  if (text.size() <= kMaxMessageText) return line_cut ? text + " ... [the rest of its line left out]" : text;
   size_t cut = kMaxMessageText;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-  return text.substr(0, cut) + " ... [" + std::to_string(text.size() - cut) + " more bytes left out]";
+  // Not inside a UTF-8 character: back over at most three continuation bytes (invalid text keeps its bytes).
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++i) --cut;
+  return text.substr(0, cut) + " ... [" + (line_cut ? "at least " : "") + std::to_string(text.size() - cut) +
+         " more bytes left out]";
 }
 
 void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildReport& rep, Conversation& talk,
@@ -150,19 +152,21 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
   const auto trial_deadline = talk.t0 + secs(b.trial);
   talk.stage_t0 = talk.t0;
   auto stage_deadline = talk.t0 + secs(budget_of(b, talk.stage));
+  bool line_cut = false;  // the line being handled is the start of one longer than kMaxMessageLine
+  auto bounded = [&](const std::string& text) { return bounded_text(text, line_cut); };
   auto handle = [&](const std::string& line) {
     const auto f = split_line(line);
     const std::string& kind = f[0];
     const auto now = Clock::now();
     if (kind == "enter" && f.size() > 1) {
-      talk.stage = f[1];
+      talk.stage = bounded(f[1]);
       talk.stage_t0 = now;
       stage_deadline = now + secs(budget_of(b, talk.stage));
       if (!find_stage(talk.stage) && !talk.error) {
         talk.error = true;
         talk.error_message = "the child entered an unknown stage '" + talk.stage + "' (the trial protocol knows only kStages)";
       }
-      rep.stages.push_back({talk.stage, 0.0, false});
+      if (rep.stages.size() < kMaxStages) rep.stages.push_back({talk.stage, 0.0, false});
     } else if (kind == "leave" && f.size() > 2) {
       for (auto& s : rep.stages)
         if (s.stage == f[1] && !s.completed) {
@@ -171,26 +175,28 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
           s.ahead = f.size() > 3 && f[3] == "ahead";
         }
     } else if (kind == "describe" && f.size() > 1) {
-      rep.describe = bounded_text(f[1]);
+      rep.describe = bounded(f[1]);
     } else if (kind == "note" && f.size() > 1) {
       if (rep.notes.size() < kMaxNotes)
-        rep.notes.push_back(bounded_text(f[1]));
+        rep.notes.push_back(bounded(f[1]));
       else
         ++talk.notes_dropped;
     } else if (kind == "skip") {
       talk.skip = true;
-      talk.skip_reason = f.size() > 1 ? bounded_text(f[1]) : "";
+      talk.skip_reason = f.size() > 1 ? bounded(f[1]) : "";
     } else if (kind == "error") {
       talk.error = true;
-      talk.error_message = f.size() > 1 ? bounded_text(f[1]) : "";
+      talk.error_message = f.size() > 1 ? bounded(f[1]) : "";
     } else if (kind == "output") {
       ++talk.outputs;
-      talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
+      if (talk.output_sets.size() < kMaxOutputs) talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
     } else if (kind == "timed-output" && f.size() > 2) {
-      talk.timed_sets.push_back(std::atoi(f[2].c_str()));
+      if (talk.timed_sets.size() < kMaxOutputs) talk.timed_sets.push_back(std::atoi(f[2].c_str()));
     } else if (kind == "config-output" && f.size() > 3) {
-      talk.config_sets.push_back(std::atoi(f[2].c_str()));
-      talk.config_names.push_back(f[3]);
+      if (talk.config_sets.size() < kMaxOutputs) {
+        talk.config_sets.push_back(std::atoi(f[2].c_str()));
+        talk.config_names.push_back(bounded(f[3]));
+      }
     } else if (kind == "timing" && f.size() > 8) {
       rep.timed = true;
       rep.timing.t.reps = std::atoi(f[1].c_str());
@@ -208,9 +214,13 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     } else if (kind == "available") {
       rep.available = true;
     } else if (kind == "manifest") {
-      rep.manifest.emplace_back(f.begin() + 1, f.end());
+      if (rep.manifest.size() < kMaxOutputs) {
+        std::vector<std::string> entry;
+        for (size_t i = 1; i < f.size(); ++i) entry.push_back(bounded(f[i]));
+        rep.manifest.push_back(std::move(entry));
+      }
     } else if (kind == "device" && f.size() > 1) {
-      rep.device = f[1];
+      rep.device = bounded(f[1]);
     } else if (kind == "done") {
       talk.done = true;
     } else if (kind == "end") {
@@ -225,7 +235,11 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
       pending.erase(0, nl + 1);
     }
     if (!talk.end && pending.size() > kMaxMessageLine) {  // no newline yet: handle the start, drop the rest
-      if (!talk.dropping_line) handle(pending.substr(0, kMaxMessageLine));
+      if (!talk.dropping_line) {
+        line_cut = true;
+        handle(pending.substr(0, kMaxMessageLine));
+        line_cut = false;
+      }
       talk.dropping_line = true;
       pending.clear();
     }

@@ -51,14 +51,20 @@ struct Conversation {
 };
 
 // What one child can make the parent hold: a text field (an error, a note, a description, a skip
-// reason) is kept to kMaxMessageText bytes, a line to kMaxMessageLine, a trial to kMaxNotes notes.
+// reason, a stage or configuration name) is kept to kMaxMessageText bytes, a line to
+// kMaxMessageLine, a trial to kMaxNotes notes, kMaxStages stage entries and kMaxOutputs outputs of
+// each kind (more outputs than the trial asked for are counted, and an error, all the same).
 // A submission or plugin whose exception text is megabytes long (a repr of a tensor) still gets
 // its verdict and the start of its message, not megabytes of console and JSON per trial.
 constexpr size_t kMaxMessageText = 4096;
 constexpr size_t kMaxMessageLine = size_t(1) << 20;
 constexpr size_t kMaxNotes = 64;
-// `text` cut to kMaxMessageText bytes at a UTF-8 character boundary, with the number of bytes left out.
-std::string bounded_text(const std::string& text);
+constexpr size_t kMaxStages = 64;     // stage entries kept (the protocol has 10 stages)
+constexpr size_t kMaxOutputs = 4096;  // checked outputs whose input set is kept (--runs is at most 1000)
+// `text` cut to kMaxMessageText bytes at a UTF-8 character boundary (backing over at most three
+// continuation bytes), with the number of bytes left out; `line_cut`: the text comes from a line
+// cut at kMaxMessageLine, so more was left out than the count says.
+std::string bounded_text(const std::string& text, bool line_cut = false);
 
 // Reads message lines from `fd` (bytes of a partial line stay in `pending`) into `rep` and `talk`
 // until EOF, an `end` line, or the stage's or the trial's deadline; past a deadline it kills the

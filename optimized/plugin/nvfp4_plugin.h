@@ -69,8 +69,10 @@ struct nvfp4_plugin_shape {
 };
 
 /* Host arrays in the layouts above; owned by the harness, valid only during the call they are
- * passed to (a plugin copies what it keeps), and read-only: a plugin that writes into them (a
- * repack in place, scratch space) makes create() or set_inputs() an error naming the array. */
+ * passed to (a plugin copies what it keeps), and read-only. The harness compares them after the
+ * calls that hand them over: every array after create() and set_inputs(ALL), a and sfa after
+ * set_inputs(ACTIVATIONS); a write found there (a repack in place, scratch space) is an error
+ * naming the array. */
 struct nvfp4_plugin_arrays {
   const uint8_t* a;    /* (L, M, K/2)  */
   const uint8_t* b1;   /* (L, N, K/2)  */

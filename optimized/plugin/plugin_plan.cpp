@@ -222,7 +222,9 @@ void PluginPlan::rebuild(const Combo& combo) {
   if (handle_) plugin_->api->destroy(handle_);
   handle_ = nullptr;
   combo_ = combo;
+  const Problem given = problem_;  // create() gets problem_'s arrays: compare with a copy
   create();
+  check_unchanged(problem_, given, plugin_->backend_name(), "create()");
 }
 
 void PluginPlan::check(int status, const char* what) const {

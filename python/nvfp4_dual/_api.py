@@ -23,10 +23,12 @@ def _alpha(value, name):
         raise InputError(f"{name} = {value!r}: expected a number") from None
     if not np.isfinite(x):
         raise InputError(f"{name} = {x}: expected a finite number")
-    if abs(x) > FLT_MAX:
-        raise InputError(f"{name} = {x:g} is outside fp32's range (|alpha| <= {FLT_MAX:.7g}): global scales are fp32")
-    if x != 0 and np.float32(x) == 0:
-        raise InputError(f"{name} = {x:g} is below fp32's smallest subnormal: fp32 would make it 0")
+    with np.errstate(over="ignore"):
+        f = np.float32(x)
+    if np.isinf(f):
+        raise InputError(f"{name} = {x:.9g} is outside fp32's range (|alpha| <= {FLT_MAX:.9g}): global scales are fp32")
+    if x != 0 and f == 0:
+        raise InputError(f"{name} = {x:.9g} is below fp32's smallest subnormal: fp32 would make it 0")
     return x
 
 

@@ -40,14 +40,18 @@ PACKED_FP4 = RAW_BYTES + ("float4_e2m1fn_x2",)
 E4M3_SCALES = RAW_BYTES + ("float8_e4m3fn",)
 
 
-def dtype_name(x):
-    """The dtype's name without a module prefix: 'uint8', 'float8_e4m3fn', ... (numpy, ml_dtypes, torch)."""
-    return str(getattr(x, "dtype", "")).replace("torch.", "")
+def torch_dtype_name(x):
+    """A torch tensor's dtype name without the module ('float8_e4m3fn'); None for anything else (its
+    bytes reach numpy with their dtype: numpy's own or ml_dtypes')."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return str(x.dtype).replace("torch.", "")
+    return None
 
 
 def as_bytes(x, name, scales):
     """Raw bytes of packed E2M1 (`scales` False) or of E4M3FN scales (`scales` True), as uint8."""
-    kind = dtype_name(x) if hasattr(x, "dtype") else None
+    kind = torch_dtype_name(x)  # torch's one-byte floats reach numpy as plain bytes: name them first
     a = as_numpy(x)
     kind = kind or a.dtype.name
     if kind not in (E4M3_SCALES if scales else PACKED_FP4):

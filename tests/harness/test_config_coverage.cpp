@@ -49,7 +49,9 @@ TEST_CASE("config coverage: the classes that stand for code paths of their own a
                           "v5 tile 256x64 stream-K, even K stages", "v5 tile 128x96 split-K 1",
                           "v5 tile 256x64 split-K 2 (2-CTA cluster pairs), K stages divisible",
                           "v5 tile 128x96 split-K 2 (2-CTA cluster pairs), K stages divisible",
-                          "v5 tile 128x64 split-K 3, K stages not divisible by the splits"})
+                          "v5 tile 128x64 split-K 3, K stages not divisible by the splits",
+                          "tile 128x32 cvt-decode", "tile 128x32 int-decode", "tile 128x128 cvt-decode",
+                          "tile 128x48, K % 64 != 0"})
     for (const char* facet : {"ragged rows", "ragged columns", "batched"}) {
       INFO(cls << ", " << facet);
       CHECK(covered.count(std::string(cls) + ", " + facet) == 1);

@@ -655,3 +655,46 @@ TEST_CASE("--gpus: a combination of quick trials keeps one worker whatever the G
   CHECK(p.size() == 1);
   CHECK(devices.size() == 1);
 }
+
+TEST_CASE("a child's messages are bounded in the parent: texts, over-long lines, notes") {
+  CHECK(bounded_text("short") == "short");
+  const std::string five_k(5000, 'x');
+  const std::string cut = bounded_text(five_k);
+  CHECK(cut == std::string(kMaxMessageText, 'x') + " ... [904 more bytes left out]");
+  CHECK(bounded_text(five_k, true) == std::string(kMaxMessageText, 'x') + " ... [at least 904 more bytes left out]");
+  // A three-byte character across the cut is kept whole or left out whole, never split.
+  const std::string euro = std::string(kMaxMessageText - 1, 'a') + "\xe2\x82\xac" + std::string(10, 'b');
+  const std::string e = bounded_text(euro);
+  CHECK(e.substr(0, kMaxMessageText) == std::string(kMaxMessageText - 1, 'a') + " ");
+  // Invalid UTF-8 (continuation bytes only): at most three bytes given back.
+  CHECK(bounded_text(std::string(5000, '\x80')).find(" ... [") >= kMaxMessageText - 3);
+
+  // Through converse: a 2 MiB note line (no newline for a while), a short note, then 70 more notes.
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::thread writer([&] {
+    std::string s = "note\t" + std::string(2 << 20, 'y') + "\nnote\tafter the long line\n";
+    for (int i = 0; i < 70; ++i) s += "note\tn" + std::to_string(i) + "\n";
+    for (size_t at = 0; at < s.size();) {
+      const ssize_t n = ::write(fds[1], s.data() + at, s.size() - at);
+      if (n <= 0) break;
+      at += size_t(n);
+    }
+    ::close(fds[1]);
+  });
+  std::string pending;
+  ChildReport rep;
+  Conversation talk;
+  talk.t0 = Conversation::Clock::now();
+  converse(fds[0], int(::getpid()), Budgets(), pending, rep, talk);
+  writer.join();
+  ::close(fds[0]);
+  REQUIRE(rep.notes.size() == kMaxNotes);
+  CHECK(rep.notes[0].substr(0, 4) == "yyyy");
+  CHECK(has(rep.notes[0], "[at least "));
+  CHECK(rep.notes[0].size() < kMaxMessageText + 64);
+  CHECK(rep.notes[1] == "after the long line");
+  CHECK(rep.notes[2] == "n0");
+  CHECK(talk.notes_dropped == 72 - kMaxNotes);
+  CHECK_FALSE(talk.killed);
+}
