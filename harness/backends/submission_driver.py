@@ -280,7 +280,17 @@ def run_trial(ch, args):
     emulated = state["emulated"]
     kernel = ch.stage("load", lambda: import_submission(args.submission))
 
+    def restore_stream(what):
+        """A note naming `what` when the current stream is not the caller's any more, which is then
+        made current again: the driver's own work and every call start on the caller's stream."""
+        cuda = state.get("cuda")
+        if cuda is not None and cuda.current_stream() != cuda.default_stream():
+            ch.send("note", "%s: %s: custom_kernel's work or the caller's next work runs on another stream than "
+                    "the caller's (torch.cuda.set_stream without restoring it?)" % (what, STREAM_CHANGED))
+            cuda.set_stream(cuda.default_stream())
+
     def init():
+        restore_stream("the import")  # here, not between the stages: it may create the CUDA context
         inputs = Inputs(np, state["arrays"], torch, state["alphas"])
         reader = ReadBack(np, (inputs.L, inputs.M, inputs.N), torch, state.get("cuda"))
         fn = kernel
@@ -291,16 +301,6 @@ def run_trial(ch, args):
     inputs, reader, fn = ch.stage("init", init)
     sync = state["cuda"].synchronize if torch is not None else (lambda: None)
 
-    def restore_stream(what):
-        """A note naming `what` when the current stream is not the caller's any more, which is then
-        made current again: every call starts on the caller's stream."""
-        cuda = state.get("cuda")
-        if cuda is not None and cuda.current_stream() != cuda.default_stream():
-            ch.send("note", "%s: %s: custom_kernel's work or the caller's next work runs on another stream than "
-                    "the caller's (torch.cuda.set_stream without restoring it?)" % (what, STREAM_CHANGED))
-            cuda.set_stream(cuda.default_stream())
-
-    restore_stream("the import")
 
     def describe(emulated):
         ch.send("describe", "python submission %s (%s data%s%s), toggles %s"
