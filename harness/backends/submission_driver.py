@@ -105,7 +105,10 @@ After each checked call every tensor of `data` but c must still hold what the dr
 tensors the submission was handed; under the driver's graph, the captured ones); otherwise the note
 names the call, "the inputs it was handed were changed" and each changed tensor: a FAIL too. So is a current CUDA stream other than the caller's (the default
 stream) after the import or a call: "the current CUDA stream was left changed"; the driver makes the
-default stream current again, and reads and times on it whatever stream is current.
+default stream current again, and reads and times on it whatever stream is current. Process-wide
+numeric settings the import or a checked call changes (numpy's error handling; torch's TF32 and
+reduced-precision flags, float32 matmul precision, default dtype, deterministic algorithms, grad mode)
+are a note naming each, "changed process-wide settings", which the summary lists: not a verdict.
 
 `data`, exactly as GPU MODE's nvfp4_dual_gemm task hands it to custom_kernel(data)
 (gpu-mode/reference-kernels, problems/nvidia/nvfp4_dual_gemm/reference.py generate_input, task.py):
@@ -140,8 +143,9 @@ from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nvfp4_driver.bench import time_stage  # noqa: E402
-from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, STREAM_CHANGED, BoundCuda, Inputs,  # noqa: E402
-                                 ReadBack, load_arrays, read_alphas, read_call_kind)
+from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, SETTINGS_CHANGED, STREAM_CHANGED,  # noqa: E402
+                                 BoundCuda, Inputs, ReadBack, load_arrays, process_settings, read_alphas,
+                                 read_call_kind, settings_changes)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
                                    read_declarations)
 from nvfp4_driver import rehearse as evaluator  # noqa: E402
@@ -268,6 +272,7 @@ def run_trial(ch, args):
         case = os.path.join(args.dir, "case")
         state.update(np=np, torch=torch, arrays=load_arrays(case, np, True), chosen=chosen, decl=decl,
                      alphas=folder_alphas(case, decl.alphas), own=[t for t in chosen if t in decl.toggles])
+        state["settings"] = process_settings(np, torch)  # before the import
 
     try:
         ch.stage("setup", setup)
@@ -289,7 +294,16 @@ def run_trial(ch, args):
                     "the caller's (torch.cuda.set_stream without restoring it?)" % (what, STREAM_CHANGED))
             cuda.set_stream(cuda.default_stream())
 
+    def watch_settings(what):
+        """A note when the process-wide settings differ from the last look (kept for the next)."""
+        now = process_settings(np, torch)
+        changes = settings_changes(state["settings"], now)
+        if changes:
+            ch.send("note", "%s: %s: %s" % (what, SETTINGS_CHANGED, "; ".join(changes)))
+        state["settings"] = now
+
     def init():
+        watch_settings("the import")
         restore_stream("the import")  # here, not between the stages: it may create the CUDA context
         inputs = Inputs(np, state["arrays"], torch, state["alphas"])
         reader = ReadBack(np, (inputs.L, inputs.M, inputs.N), torch, state.get("cuda"))
@@ -317,6 +331,8 @@ def run_trial(ch, args):
     if "compile" in chosen or "max-autotune" in chosen:
         ch.stage("tune", lambda: calls(1))
     ch.stage("warmup", lambda: calls(args.warmup))
+    watch_settings("the warm-up" + (" (torch.compile included)" if "compile" in chosen or "max-autotune" in chosen
+                                     else ""))
 
     call = lambda target: fn(target.data)
     if "graph" in chosen:
@@ -375,6 +391,7 @@ def run_trial(ch, args):
             ordered, synced = read_back(out, what)
             previous = synced
             restore_stream(what)
+            watch_settings(what)
             changed = (static if "graph" in chosen else target).changed_inputs()
             if changed:
                 ch.send("note", "%s: %s: %s" % (what, INPUTS_CHANGED, ", ".join(changed)))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "check_json.hpp"
@@ -258,6 +259,37 @@ void print_report_summary(std::ostream& os, const JsonValue& report, bool list_f
   if (suite_warned)
     os << "  note: " << suite_warned << " generated case" << (suite_warned == 1 ? "" : "s")
        << " carry suspicious scale bytes (negative, NaN) on purpose, to test paths on them; details in --json\n";
+  // Process-wide settings a submission's import or calls changed (the driver's SETTINGS_CHANGED,
+  // harness/backends/nvfp4_driver/inputs.py): not a verdict, but the caller's other work runs with
+  // them, so each distinct change is listed once per backend with the number of trials that made it.
+  {
+    const std::string marker = "changed process-wide settings: ";
+    std::map<std::string, std::map<std::string, int>> changed;  // backend -> "at import: ..." -> trials
+    for (const auto& t : trials) {
+      const JsonValue* notes = t.find("notes");
+      if (!notes || !notes->is_array()) continue;
+      std::set<std::string> seen;
+      for (const auto& n : notes->items()) {
+        const std::string text = n.text();
+        const size_t at = text.find(marker);
+        if (at == std::string::npos) continue;
+        const std::string what = (text.rfind("the import", 0) == 0 ? "at import: " : "in a call: ") +
+                                 text.substr(at + marker.size());
+        if (seen.insert(what).second) ++changed[t.str_or("backend", "?")][what];
+      }
+    }
+    for (const auto& [backend, whats] : changed) {
+      int shown = 0;
+      for (const auto& [what, count] : whats) {
+        if (shown++ == 3) {
+          os << "  note: " << backend << ": " << whats.size() - 3 << " more changes of process-wide settings; details in --json\n";
+          break;
+        }
+        os << "  note: " << backend << " changed process-wide settings " << what << " (" << count << " trial"
+           << (count == 1 ? "" : "s") << "; the caller's other work runs with them)\n";
+      }
+    }
+  }
   // Failing trials with their reproducers; BLOCKED ones grouped per combination.
   std::vector<const JsonValue*> failing;
   std::vector<std::pair<std::string, int>> blocked;

@@ -221,6 +221,24 @@ TEST_CASE("--plugin: a read_output that copies nothing back leaves every element
   CHECK(has(r.out, "2145 of 2145 elements over tolerance in call 1 (2145 unwritten)"));
 }
 
+TEST_CASE("--submission: process-wide settings changed at import are listed in the summary, not a verdict") {
+  if (!have_numpy()) {
+    MESSAGE("numpy is not importable here: not run");
+    return;
+  }
+  const std::string quiet = submission("import numpy as np\nnp.seterr(over='ignore', invalid='ignore')");
+  const auto r = run_argv(with_case({"--submission", quiet, "--verify", "plain"}), 120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 0);
+  CHECK(has(r.out, "note: submission:sub changed process-wide settings at import: numpy.seterr invalid: 'warn' -> "
+                   "'ignore'; numpy.seterr over: 'warn' -> 'ignore' (1 trial; the caller's other work runs with them)"));
+  // The numpy example changes nothing.
+  const auto plain = run_argv(with_case({"--submission", kNumpy, "--verify", "plain"}), 120);
+  CHECK(plain.rc == 0);
+  CHECK_FALSE(has(plain.out, "process-wide"));
+}
+
 TEST_CASE("--submission: a megabyte-long error is kept to its start; the verdict and exit code stand") {
   if (!have_numpy()) {
     MESSAGE("numpy is not importable here: not run");

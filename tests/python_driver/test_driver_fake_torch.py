@@ -35,6 +35,9 @@ if %(mode)r == "patches-events":  # reports a microsecond per call and never wai
 class Lazy(torch.Tensor):
     pass
 
+if %(mode)r == "tf32-at-import":  # an "init at import" that speeds up everybody's fp32 matmuls
+    torch.backends.cuda.matmul.allow_tf32 = True
+
 if %(mode)r == "stream-at-import":  # an "init at import" that makes its own stream current for good
     torch.cuda.set_stream(torch.cuda.Stream())
 
@@ -48,7 +51,11 @@ def custom_kernel(data):
         f.write(json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n")
     out = torch.from_numpy(np.ascontiguousarray(
         epilogue(decode(a, sfa), decode(b1, sfb1), decode(b2, sfb2)).transpose(1, 2, 0)))
-    if %(mode)r in ("current", "stream-at-import"):
+    if %(mode)r in ("current", "stream-at-import", "tf32-at-import"):
+        c.copy_(out)
+        return c
+    if %(mode)r == "benchmark-per-call":  # flips cuDNN's autotuner on, on every call
+        torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
         c.copy_(out)
         return c
     if %(mode)r == "stream-per-call":  # switches to a stream of its own and leaves it current
@@ -218,6 +225,21 @@ class FakeTorchDriverTest(unittest.TestCase):
                                                             "call 2 (new tensors, input set 1)",
                                                             "call 3 (in place, input set 2)"])
         self.assertTrue(all("the current CUDA stream was left changed" in n for n in notes), notes)
+
+    def test_process_wide_settings_changed_at_import_or_in_a_call_are_noted(self):
+        msgs, _ = self.run_mode("tf32-at-import")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(notes, ["the import: changed process-wide settings: torch.backends.cuda.matmul.allow_tf32: "
+                                 "False -> True"])
+        msgs, _ = self.run_mode("benchmark-per-call")  # two warm-up calls (back to False), then three checked
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(notes, ["call %d (%s): changed process-wide settings: torch.backends.cudnn.benchmark: %s"
+                                 % (i + 1, what, flip) for i, (what, flip) in enumerate([
+                                     ("in place, input set 0", "False -> True"),
+                                     ("new tensors, input set 1", "True -> False"),
+                                     ("in place, input set 2", "False -> True")])])
+        msgs, _ = self.run_mode("current")
+        self.assertEqual([m for m in msgs if m[0] == "note"], [])
 
     def test_joined_side_stream_is_not_flagged(self):
         msgs, _ = self.run_mode("joined")

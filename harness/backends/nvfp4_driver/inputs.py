@@ -80,6 +80,47 @@ def tiled_scales(np, plain):
     return np.ascontiguousarray(padded.reshape(L, rt, 4, 32, ct, 4).transpose(0, 1, 4, 3, 2, 5))
 
 
+# A note holding this reports process-wide settings the submission changed (not a verdict: the
+# summary lists them, harness/report/report.cpp): the caller's other work runs with them.
+SETTINGS_CHANGED = "changed process-wide settings"
+TORCH_FLAGS = ("backends.cuda.matmul.allow_tf32", "backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+               "backends.cuda.matmul.allow_bf16_reduced_precision_reduction", "backends.cudnn.allow_tf32",
+               "backends.cudnn.benchmark", "backends.cudnn.deterministic")
+TORCH_GETTERS = ("get_float32_matmul_precision", "get_default_dtype", "are_deterministic_algorithms_enabled",
+                 "is_grad_enabled")
+
+
+def process_settings(np, torch):
+    """The process-wide numeric settings a kernel's import or call may change for everybody else in
+    the process: numpy's floating-point error handling; torch's TF32 and reduced-precision matmul
+    flags, cuDNN's, the float32 matmul precision, the default dtype, deterministic algorithms, grad
+    mode. name -> repr of the value; what this torch lacks is left out."""
+    out = {"numpy.seterr %s" % k: repr(v) for k, v in sorted(np.geterr().items())}
+    if torch is None:
+        return out
+    for path in TORCH_FLAGS:
+        obj = torch
+        try:
+            for part in path.split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            continue
+        out["torch." + path] = repr(obj)
+    for name in TORCH_GETTERS:
+        getter = getattr(torch, name, None)
+        if callable(getter):
+            try:
+                out["torch.%s()" % name] = repr(getter())
+            except Exception:  # noqa: BLE001 - a getter this torch cannot answer is left out
+                pass
+    return out
+
+
+def settings_changes(before, after):
+    """'name: old -> new' for each setting that differs."""
+    return ["%s: %s -> %s" % (k, before.get(k), v) for k, v in after.items() if before.get(k) != v]
+
+
 def data_name(buffer):
     """The name GPU MODE's `data` tuple gives a buffer (sfa_tiled is its sfa_permuted)."""
     return buffer.replace("_tiled", "_permuted")

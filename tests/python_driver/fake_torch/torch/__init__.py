@@ -172,6 +172,15 @@ class _Cuda:
 cuda = _Cuda()
 
 
+class _Flags:
+    def __init__(self, **flags):
+        self.__dict__.update(flags)
+
+
+# The process-wide flags the driver watches (torch.backends), with torch's defaults.
+backends = _Flags(cuda=_Flags(matmul=_Flags(allow_tf32=False)), cudnn=_Flags(allow_tf32=True, benchmark=False))
+
+
 def _enqueue(op):
     if cuda.current is cuda.default:
         op()
