@@ -295,10 +295,14 @@ def run_trial(ch, args):
             cuda.set_stream(cuda.default_stream())
 
     def watch_settings(what):
-        """A note when the process-wide settings differ from the last look (kept for the next)."""
+        """A note when the process-wide settings differ from the last look (kept for the next); each
+        distinct change once per trial, so a setting flipped on every call cannot crowd out notes
+        that carry a verdict."""
         now = process_settings(np, torch)
-        changes = settings_changes(state["settings"], now)
+        reported = state.setdefault("reported", set())
+        changes = [c for c in settings_changes(state["settings"], now) if c not in reported]
         if changes:
+            reported.update(changes)
             ch.send("note", "%s: %s: %s" % (what, SETTINGS_CHANGED, "; ".join(changes)))
         state["settings"] = now
 

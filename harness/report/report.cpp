@@ -279,15 +279,14 @@ void print_report_summary(std::ostream& os, const JsonValue& report, bool list_f
       }
     }
     for (const auto& [backend, whats] : changed) {
-      int shown = 0;
-      for (const auto& [what, count] : whats) {
-        if (shown++ == 3) {
-          os << "  note: " << backend << ": " << whats.size() - 3 << " more changes of process-wide settings; details in --json\n";
-          break;
-        }
-        os << "  note: " << backend << " changed process-wide settings " << what << " (" << count << " trial"
-           << (count == 1 ? "" : "s") << "; the caller's other work runs with them)\n";
-      }
+      std::vector<std::pair<std::string, int>> order(whats.begin(), whats.end());
+      std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      for (size_t i = 0; i < order.size() && i < 3; ++i)
+        os << "  note: " << backend << " changed process-wide settings " << order[i].first << " (" << order[i].second
+           << " trial" << (order[i].second == 1 ? "" : "s") << "; the caller's other work runs with them)\n";
+      if (order.size() > 3)
+        os << "  note: " << backend << ": " << order.size() - 3 << " more distinct change" << (order.size() == 4 ? "" : "s")
+           << " of process-wide settings; details in --json\n";
     }
   }
   // Failing trials with their reproducers; BLOCKED ones grouped per combination.

@@ -177,7 +177,12 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     } else if (kind == "describe" && f.size() > 1) {
       rep.describe = bounded(f[1]);
     } else if (kind == "note" && f.size() > 1) {
-      if (rep.notes.size() < kMaxNotes)
+      // A note that carries a verdict (external.hpp's markers, evaluate.cpp) is kept past the cap,
+      // up to one per possible output: other notes cannot crowd it out.
+      bool verdict = false;
+      for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote})
+        verdict = verdict || f[1].find(marker) != std::string::npos;
+      if (rep.notes.size() < kMaxNotes || (verdict && rep.notes.size() < kMaxNotes + kMaxOutputs))
         rep.notes.push_back(bounded(f[1]));
       else
         ++talk.notes_dropped;

@@ -52,8 +52,9 @@ struct Conversation {
 
 // What one child can make the parent hold: a text field (an error, a note, a description, a skip
 // reason, a stage or configuration name) is kept to kMaxMessageText bytes, a line to
-// kMaxMessageLine, a trial to kMaxNotes notes, kMaxStages stage entries and kMaxOutputs outputs of
-// each kind (more outputs than the trial asked for are counted, and an error, all the same).
+// kMaxMessageLine, a trial to kMaxNotes notes (plus up to kMaxOutputs notes that carry a verdict),
+// kMaxStages stage entries and kMaxOutputs outputs of each kind (more outputs than the trial asked
+// for are counted, and an error, all the same).
 // A submission or plugin whose exception text is megabytes long (a repr of a tensor) still gets
 // its verdict and the start of its message, not megabytes of console and JSON per trial.
 constexpr size_t kMaxMessageText = 4096;

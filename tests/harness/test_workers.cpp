@@ -25,6 +25,7 @@
 #include "faults.hpp"
 #include "lattice.hpp"
 #include "errors.hpp"
+#include "external.hpp"
 #include "harness_cli.hpp"
 #include "json_read.hpp"
 #include "pool.hpp"
@@ -669,12 +670,14 @@ TEST_CASE("a child's messages are bounded in the parent: texts, over-long lines,
   // Invalid UTF-8 (continuation bytes only): at most three bytes given back.
   CHECK(bounded_text(std::string(5000, '\x80')).find(" ... [") >= kMaxMessageText - 3);
 
-  // Through converse: a 2 MiB note line (no newline for a while), a short note, then 70 more notes.
+  // Through converse: a 2 MiB note line (no newline for a while), a short note, 70 more notes, then
+  // one that carries a verdict.
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   std::thread writer([&] {
     std::string s = "note\t" + std::string(2 << 20, 'y') + "\nnote\tafter the long line\n";
     for (int i = 0; i < 70; ++i) s += "note\tn" + std::to_string(i) + "\n";
+    s += std::string("note\tcall 9 (in place): ") + kInputsChangedNote + ": b1 (1 of 8 bytes, first at byte 0)\n";
     for (size_t at = 0; at < s.size();) {
       const ssize_t n = ::write(fds[1], s.data() + at, s.size() - at);
       if (n <= 0) break;
@@ -689,7 +692,8 @@ TEST_CASE("a child's messages are bounded in the parent: texts, over-long lines,
   converse(fds[0], int(::getpid()), Budgets(), pending, rep, talk);
   writer.join();
   ::close(fds[0]);
-  REQUIRE(rep.notes.size() == kMaxNotes);
+  REQUIRE(rep.notes.size() == kMaxNotes + 1);  // the note that carries a verdict is kept past the cap
+  CHECK(has(rep.notes.back(), kInputsChangedNote));
   CHECK(rep.notes[0].substr(0, 4) == "yyyy");
   CHECK(has(rep.notes[0], "[at least "));
   CHECK(rep.notes[0].size() < kMaxMessageText + 64);

@@ -38,6 +38,13 @@ class Lazy(torch.Tensor):
 if %(mode)r == "tf32-at-import":  # an "init at import" that speeds up everybody's fp32 matmuls
     torch.backends.cuda.matmul.allow_tf32 = True
 
+if %(mode)r == "refuses-legacy-read":  # as torch does once fp32_precision and allow_tf32 disagree
+    class _Refusing:
+        @property
+        def allow_tf32(self):
+            raise RuntimeError("PyTorch is checking whether allow_tf32_new is enabled ...")
+    torch.backends.cuda.matmul = _Refusing()
+
 if %(mode)r == "stream-at-import":  # an "init at import" that makes its own stream current for good
     torch.cuda.set_stream(torch.cuda.Stream())
 
@@ -51,7 +58,7 @@ def custom_kernel(data):
         f.write(json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n")
     out = torch.from_numpy(np.ascontiguousarray(
         epilogue(decode(a, sfa), decode(b1, sfb1), decode(b2, sfb2)).transpose(1, 2, 0)))
-    if %(mode)r in ("current", "stream-at-import", "tf32-at-import"):
+    if %(mode)r in ("current", "stream-at-import", "tf32-at-import", "refuses-legacy-read"):
         c.copy_(out)
         return c
     if %(mode)r == "benchmark-per-call":  # flips cuDNN's autotuner on, on every call
@@ -231,13 +238,19 @@ class FakeTorchDriverTest(unittest.TestCase):
         notes = [m[1] for m in msgs if m[0] == "note"]
         self.assertEqual(notes, ["the import: changed process-wide settings: torch.backends.cuda.matmul.allow_tf32: "
                                  "False -> True"])
-        msgs, _ = self.run_mode("benchmark-per-call")  # two warm-up calls (back to False), then three checked
+        # Two warm-up calls (back to False), then three checked calls: each distinct change once.
+        msgs, _ = self.run_mode("benchmark-per-call")
         notes = [m[1] for m in msgs if m[0] == "note"]
         self.assertEqual(notes, ["call %d (%s): changed process-wide settings: torch.backends.cudnn.benchmark: %s"
                                  % (i + 1, what, flip) for i, (what, flip) in enumerate([
                                      ("in place, input set 0", "False -> True"),
-                                     ("new tensors, input set 1", "True -> False"),
-                                     ("in place, input set 2", "False -> True")])])
+                                     ("new tensors, input set 1", "True -> False")])])
+        # torch refusing to read a legacy flag (its legacy and new TF32 settings disagree) is a
+        # recorded value, not an error of the trial.
+        msgs, _ = self.run_mode("refuses-legacy-read")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(notes, ["the import: changed process-wide settings: torch.backends.cuda.matmul.allow_tf32: "
+                                 "False -> unreadable (RuntimeError)"])
         msgs, _ = self.run_mode("current")
         self.assertEqual([m for m in msgs if m[0] == "note"], [])
 

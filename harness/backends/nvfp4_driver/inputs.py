@@ -83,42 +83,74 @@ def tiled_scales(np, plain):
 # A note holding this reports process-wide settings the submission changed (not a verdict: the
 # summary lists them, harness/report/report.cpp): the caller's other work runs with them.
 SETTINGS_CHANGED = "changed process-wide settings"
-TORCH_FLAGS = ("backends.cuda.matmul.allow_tf32", "backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
-               "backends.cuda.matmul.allow_bf16_reduced_precision_reduction", "backends.cudnn.allow_tf32",
-               "backends.cudnn.benchmark", "backends.cudnn.deterministic")
-TORCH_GETTERS = ("get_float32_matmul_precision", "get_default_dtype", "are_deterministic_algorithms_enabled",
-                 "is_grad_enabled")
+# torch's precision settings: the fp32_precision API where this torch has it (reading it never warns
+# or raises), else the legacy flags; then flags and getters of either era. Each read is guarded: a
+# read that raises (torch refuses to answer allow_tf32 once legacy and new settings disagree) is
+# recorded as unreadable, never an error of the trial.
+TORCH_PRECISION = ("backends.fp32_precision", "backends.cuda.matmul.fp32_precision", "backends.cudnn.fp32_precision",
+                   "backends.cudnn.conv.fp32_precision", "backends.cudnn.rnn.fp32_precision")
+TORCH_LEGACY_PRECISION = ("backends.cuda.matmul.allow_tf32", "backends.cudnn.allow_tf32")
+TORCH_FLAGS = ("backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+               "backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+               "backends.cuda.matmul.allow_fp16_accumulation", "backends.cudnn.enabled", "backends.cudnn.benchmark",
+               "backends.cudnn.deterministic")
+TORCH_GETTERS = (("get_default_dtype", ()), ("get_default_device", ()), ("are_deterministic_algorithms_enabled", ()),
+                 ("is_grad_enabled", ()), ("is_inference_mode_enabled", ()), ("is_autocast_enabled", ("cuda",)))
+_MISSING = object()
+
+
+def _lookup(root, path):
+    obj = root
+    for part in path.split("."):
+        obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
 
 
 def process_settings(np, torch):
     """The process-wide numeric settings a kernel's import or call may change for everybody else in
-    the process: numpy's floating-point error handling; torch's TF32 and reduced-precision matmul
-    flags, cuDNN's, the float32 matmul precision, the default dtype, deterministic algorithms, grad
-    mode. name -> repr of the value; what this torch lacks is left out."""
+    the process: numpy's floating-point error handling; torch's fp32 precision (TF32) settings, its
+    reduced-precision and fp16-accumulation matmul flags, cuDNN's, the default dtype and device,
+    deterministic algorithms, grad, inference and autocast modes. name -> repr of the value
+    ("unreadable (...)" where reading raises); what this torch lacks is left out. Warnings that
+    reading a legacy flag emits are swallowed: they would read as the submission's."""
+    import warnings
+
     out = {"numpy.seterr %s" % k: repr(v) for k, v in sorted(np.geterr().items())}
     if torch is None:
         return out
-    for path in TORCH_FLAGS:
-        obj = torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
-            for part in path.split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            continue
-        out["torch." + path] = repr(obj)
-    for name in TORCH_GETTERS:
-        getter = getattr(torch, name, None)
-        if callable(getter):
+            modern = any(_lookup(torch, path) is not _MISSING for path in TORCH_PRECISION)
+        except Exception:  # noqa: BLE001
+            modern = False
+        for path in (TORCH_PRECISION if modern else TORCH_LEGACY_PRECISION + ("get_float32_matmul_precision",)) \
+                + TORCH_FLAGS:
             try:
-                out["torch.%s()" % name] = repr(getter())
-            except Exception:  # noqa: BLE001 - a getter this torch cannot answer is left out
-                pass
+                value = _lookup(torch, path)
+                if value is _MISSING:
+                    continue
+                out["torch." + path + ("()" if callable(value) else "")] = repr(value() if callable(value) else value)
+            except Exception as e:  # noqa: BLE001
+                out["torch." + path] = "unreadable (%s)" % type(e).__name__
+        for name, args in TORCH_GETTERS:
+            getter = getattr(torch, name, None)
+            if not callable(getter):
+                continue
+            try:
+                out["torch.%s()" % name] = repr(getter(*args))
+            except Exception as e:  # noqa: BLE001 - e.g. an older signature: recorded, not fatal
+                out["torch.%s()" % name] = "unreadable (%s)" % type(e).__name__
     return out
 
 
 def settings_changes(before, after):
-    """'name: old -> new' for each setting that differs."""
-    return ["%s: %s -> %s" % (k, before.get(k), v) for k, v in after.items() if before.get(k) != v]
+    """'name: old -> new' for each setting that differs, one that appeared or vanished included."""
+    keys = list(after) + [k for k in before if k not in after]
+    return ["%s: %s -> %s" % (k, before.get(k, "absent"), after.get(k, "absent"))
+            for k in keys if before.get(k, "absent") != after.get(k, "absent")]
 
 
 def data_name(buffer):
