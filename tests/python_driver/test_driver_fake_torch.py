@@ -254,6 +254,28 @@ class FakeTorchDriverTest(unittest.TestCase):
         msgs, _ = self.run_mode("current")
         self.assertEqual([m for m in msgs if m[0] == "note"], [])
 
+    def test_torch_precision_settings_compare_the_values_in_effect(self):
+        sys.path.insert(0, os.path.join(ROOT, "harness", "backends"))
+        try:
+            from nvfp4_driver.inputs import process_settings, settings_changes
+        finally:
+            del sys.path[0]
+        ns = lambda **kw: type("NS", (), kw)()  # noqa: E731
+        torch = ns(backends=ns(fp32_precision="ieee", cuda=ns(matmul=ns(fp32_precision="none")),
+                               cudnn=ns(fp32_precision="none", conv=ns(fp32_precision="none"),
+                                        rnn=ns(fp32_precision="none"))))
+        before = process_settings(np, torch)
+        self.assertEqual(before["torch.backends.cuda.matmul.fp32_precision"], "'ieee'")
+        torch.backends.cuda.matmul.fp32_precision = "ieee"  # what a legacy allow_tf32 = False writes
+        self.assertEqual(settings_changes(before, process_settings(np, torch)), [])
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+        torch.backends.cudnn.fp32_precision = "tf32"  # conv and rnn inherit it
+        self.assertEqual(settings_changes(before, process_settings(np, torch)),
+                         ["torch.backends.cuda.matmul.fp32_precision: 'ieee' -> 'tf32'",
+                          "torch.backends.cudnn.fp32_precision: 'ieee' -> 'tf32'",
+                          "torch.backends.cudnn.conv.fp32_precision: 'ieee' -> 'tf32'",
+                          "torch.backends.cudnn.rnn.fp32_precision: 'ieee' -> 'tf32'"])
+
     def test_joined_side_stream_is_not_flagged(self):
         msgs, _ = self.run_mode("joined")
         self.assertEqual([m for m in msgs if m[0] == "note"], [])

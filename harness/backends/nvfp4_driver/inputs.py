@@ -89,6 +89,12 @@ SETTINGS_CHANGED = "changed process-wide settings"
 # recorded as unreadable, never an error of the trial.
 TORCH_PRECISION = ("backends.fp32_precision", "backends.cuda.matmul.fp32_precision", "backends.cudnn.fp32_precision",
                    "backends.cudnn.conv.fp32_precision", "backends.cudnn.rnn.fp32_precision")
+# A setting of "none" takes its parent's; compared are the values in effect, so that a legacy
+# `allow_tf32 = False` (which writes "ieee" where "none" stood, the same behaviour) is no change.
+TORCH_PRECISION_PARENT = {"backends.cuda.matmul.fp32_precision": "backends.fp32_precision",
+                          "backends.cudnn.fp32_precision": "backends.fp32_precision",
+                          "backends.cudnn.conv.fp32_precision": "backends.cudnn.fp32_precision",
+                          "backends.cudnn.rnn.fp32_precision": "backends.cudnn.fp32_precision"}
 TORCH_LEGACY_PRECISION = ("backends.cuda.matmul.allow_tf32", "backends.cudnn.allow_tf32")
 TORCH_FLAGS = ("backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
                "backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
@@ -135,6 +141,15 @@ def process_settings(np, torch):
                 out["torch." + path + ("()" if callable(value) else "")] = repr(value() if callable(value) else value)
             except Exception as e:  # noqa: BLE001
                 out["torch." + path] = "unreadable (%s)" % type(e).__name__
+        if modern:  # the values in effect: "none" resolved through the parents
+            raw = {path: out.get("torch." + path) for path in TORCH_PRECISION}
+            for path in TORCH_PRECISION:
+                value, at = raw[path], path
+                while value == repr("none") and at in TORCH_PRECISION_PARENT:
+                    at = TORCH_PRECISION_PARENT[at]
+                    value = raw.get(at)
+                if value is not None:
+                    out["torch." + path] = value
         for name, args in TORCH_GETTERS:
             getter = getattr(torch, name, None)
             if not callable(getter):
