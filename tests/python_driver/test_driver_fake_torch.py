@@ -261,11 +261,12 @@ class FakeTorchDriverTest(unittest.TestCase):
         finally:
             del sys.path[0]
         ns = lambda **kw: type("NS", (), kw)()  # noqa: E731
-        torch = ns(backends=ns(fp32_precision="ieee", cuda=ns(matmul=ns(fp32_precision="none")),
+        torch = ns(backends=ns(fp32_precision="none", cuda=ns(matmul=ns(fp32_precision="none")),
                                cudnn=ns(fp32_precision="none", conv=ns(fp32_precision="none"),
                                         rnn=ns(fp32_precision="none"))))
         before = process_settings(np, torch)
-        self.assertEqual(before["torch.backends.cuda.matmul.fp32_precision"], "'ieee'")
+        self.assertEqual(before["torch.backends.cuda.matmul.fp32_precision"], "'ieee'")  # torch's default
+        self.assertEqual(before["torch.backends.fp32_precision"], "'ieee'")
         torch.backends.cuda.matmul.fp32_precision = "ieee"  # what a legacy allow_tf32 = False writes
         self.assertEqual(settings_changes(before, process_settings(np, torch)), [])
         torch.backends.cuda.matmul.fp32_precision = "tf32"

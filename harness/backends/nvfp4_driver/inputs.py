@@ -89,8 +89,9 @@ SETTINGS_CHANGED = "changed process-wide settings"
 # recorded as unreadable, never an error of the trial.
 TORCH_PRECISION = ("backends.fp32_precision", "backends.cuda.matmul.fp32_precision", "backends.cudnn.fp32_precision",
                    "backends.cudnn.conv.fp32_precision", "backends.cudnn.rnn.fp32_precision")
-# A setting of "none" takes its parent's; compared are the values in effect, so that a legacy
-# `allow_tf32 = False` (which writes "ieee" where "none" stood, the same behaviour) is no change.
+# A setting of "none" takes its parent's, and "none" at the top is torch's default, "ieee"; compared
+# are the values in effect, so that a legacy `allow_tf32 = False` (which writes "ieee" where "none"
+# stood, the same behaviour) is no change.
 TORCH_PRECISION_PARENT = {"backends.cuda.matmul.fp32_precision": "backends.fp32_precision",
                           "backends.cudnn.fp32_precision": "backends.fp32_precision",
                           "backends.cudnn.conv.fp32_precision": "backends.cudnn.fp32_precision",
@@ -148,6 +149,8 @@ def process_settings(np, torch):
                 while value == repr("none") and at in TORCH_PRECISION_PARENT:
                     at = TORCH_PRECISION_PARENT[at]
                     value = raw.get(at)
+                if value == repr("none"):  # unset all the way up: torch's default, IEEE fp32
+                    value = repr("ieee")
                 if value is not None:
                     out["torch." + path] = value
         for name, args in TORCH_GETTERS:
