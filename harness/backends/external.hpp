@@ -78,6 +78,13 @@ constexpr const char* kUnjoinedStreamNote = "output not complete when the callin
 constexpr const char* kInputsChangedNote = "the inputs it was handed were changed";
 // Likewise: after the import or a call, torch's current stream was not the caller's.
 constexpr const char* kStreamChangedNote = "the current CUDA stream was left changed";
+// Whether a driver's note carries one of these verdicts (evaluate.cpp fails the trial on it; the
+// parent keeps such notes past its cap on notes, worker.hpp).
+inline bool carries_verdict(const std::string& note) {
+  for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote})
+    if (note.find(marker) != std::string::npos) return true;
+  return false;
+}
 
 // Writes the trial's input sets for the driver into `dir` (submission_driver.py's header):
 // case/ the warm-up's set; call<i>/ the set of checked call i+1, with a file `set` naming it and a

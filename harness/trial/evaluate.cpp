@@ -298,11 +298,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   std::vector<std::string> flagged;
   if (submission)
     for (const auto& note : child.notes)
-      for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote})
-        if (note.find(marker) != std::string::npos) {
-          flagged.push_back(note);
-          break;
-        }
+      if (carries_verdict(note)) flagged.push_back(note);
   if (failing.empty() && flagged.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();

@@ -179,10 +179,7 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     } else if (kind == "note" && f.size() > 1) {
       // A note that carries a verdict (external.hpp's markers, evaluate.cpp) is kept past the cap,
       // up to one per possible output: other notes cannot crowd it out.
-      bool verdict = false;
-      for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote})
-        verdict = verdict || f[1].find(marker) != std::string::npos;
-      if (rep.notes.size() < kMaxNotes || (verdict && rep.notes.size() < kMaxNotes + kMaxOutputs))
+      if (rep.notes.size() < kMaxNotes || (carries_verdict(f[1]) && rep.notes.size() < kMaxNotes + kMaxOutputs))
         rep.notes.push_back(bounded(f[1]));
       else
         ++talk.notes_dropped;
