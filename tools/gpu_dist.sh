@@ -31,6 +31,8 @@ for so in "$build"/examples/plugin_gpu/libnvfp4_plugin_gpu.so "$build"/tests/plu
 done
 # The fused kernels' timing probe (tools/fused_probe.cu), when built: `$dist/fused_probe [mode]`.
 if [ -x "$build/fused_probe" ]; then cp "$build/fused_probe" "$dist/"; fi
+# The dropped shared-memory-operand design's probe (tools/ss_probe.cu, docs/fused-kernel.md v5o).
+if [ -x "$build/ss_probe" ]; then cp "$build/ss_probe" "$dist/"; fi
 if [ -n "${3:-}" ]; then
   mkdir -p "$dist/base/paths"
   cp "$3/harness" "$dist/base/"
