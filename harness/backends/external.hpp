@@ -78,10 +78,13 @@ constexpr const char* kUnjoinedStreamNote = "output not complete when the callin
 constexpr const char* kInputsChangedNote = "the inputs it was handed were changed";
 // Likewise: after the import or a call, torch's current stream was not the caller's.
 constexpr const char* kStreamChangedNote = "the current CUDA stream was left changed";
+// Likewise: after the calls, an output read right after its call had changed (storage the
+// submission reuses: one buffer returned every call, an earlier c as scratch).
+constexpr const char* kOutputReusedNote = "output changed by a later call";
 // Whether a driver's note carries one of these verdicts (evaluate.cpp fails the trial on it; the
 // parent keeps such notes past its cap on notes, worker.hpp).
 inline bool carries_verdict(const std::string& note) {
-  for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote})
+  for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote, kOutputReusedNote})
     if (note.find(marker) != std::string::npos) return true;
   return false;
 }

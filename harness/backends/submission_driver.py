@@ -48,7 +48,8 @@ Stages of `run`, each timed between its enter and leave messages:
     capture  only with graph: one call captured in a torch.cuda.CUDAGraph
     run      R checked calls, each handed its inputs one of two ways (below); output poisoned
              (the last call's starts from the previous call's output instead), call, output read
-             back and written
+             back and written; then (not under graph) one more call in new tensors and every
+             checked output read again (a changed one: a note carrying a FAIL, outputs_kept)
     time     only with --bench: the steady state timed per call and back to back on distinct `data`
              objects, timed outputs sent for checking (nvfp4_driver/bench.py; inputs DIR/bench<k>/)
     teardown references dropped
@@ -143,7 +144,7 @@ from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nvfp4_driver.bench import time_stage  # noqa: E402
-from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, SETTINGS_CHANGED, STREAM_CHANGED,  # noqa: E402
+from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, OUTPUT_REUSED, SETTINGS_CHANGED, STREAM_CHANGED,  # noqa: E402
                                  BoundCuda, Inputs, ReadBack, load_arrays, process_settings, read_alphas,
                                  read_call_kind, settings_changes)
 from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, parse_combo,  # noqa: E402
@@ -372,6 +373,7 @@ def run_trial(ch, args):
     def run():
         handed = [inputs]  # every Inputs of the trial stays alive: no address or id() is reused
         previous = None
+        kept = []  # (what, output, its bits read after its call, the Inputs the call was handed)
         for i in range(args.runs):
             folder = os.path.join(args.dir, "call%d" % i)
             kind = read_call_kind(folder) if os.path.isdir(folder) else None
@@ -399,6 +401,7 @@ def run_trial(ch, args):
             changed = (static if "graph" in chosen else target).changed_inputs()
             if changed:
                 ch.send("note", "%s: %s: %s" % (what, INPUTS_CHANGED, ", ".join(changed)))
+            kept.append((what, out, synced.copy(), target))  # (numpy: `synced` may be a view of out)
             with open(os.path.join(args.dir, "out%d.f16" % i), "wb") as f:
                 f.write(ordered.tobytes())
             set_file = os.path.join(folder, "set")
@@ -407,6 +410,37 @@ def run_trial(ch, args):
                     ch.send("output", str(i), f.read().strip())
             else:
                 ch.send("output", str(i))
+        if "graph" not in chosen:  # (the driver's own graph returns its one static output every call)
+            outputs_kept(kept)
+
+    def outputs_kept(kept):
+        """A caller may keep every output (GPU MODE's evaluator checks them after all its calls):
+        one more call, in new tensors holding the warm-up's set (its output is not checked), then
+        each checked call's output read again; one that changed is a note carrying a FAIL. Skipped:
+        an output in the c of a set a later checked call was handed in place (the driver itself
+        rewrites that c before the call)."""
+        extra = Inputs(np, state["arrays"], torch, state["alphas"])
+        extra.poison()
+        sync()
+        fn(extra.data)
+        sync()
+        restore_stream("the driver's last call (new tensors, the warm-up's input set)")
+        changed = []
+        for i, (what, out, bits, target) in enumerate(kept):
+            if any(later is target for _, _, _, later in kept[i + 1:]) and target.holds(out):
+                continue
+            try:
+                _, now = reader.read(out)
+                n = int(np.count_nonzero(now != bits))
+                if n:
+                    changed.append("%s, %d of %d elements" % (what, n, bits.size))
+            except Exception as e:  # e.g. torch refusing to read a CUDA graph output it has overwritten
+                changed.append("%s, reading it again raised %s: %s"
+                               % (what, type(e).__name__, str(e).splitlines()[0][:200] if str(e) else ""))
+        if changed:
+            ch.send("note", "%s: %s: the output is storage custom_kernel reuses (one buffer returned on every "
+                    "call, an earlier call's c used as scratch, a CUDA graph's static output returned); a caller "
+                    "keeping its outputs gets later results in earlier ones" % ("; ".join(changed), OUTPUT_REUSED))
 
     ch.stage("run", run)
 

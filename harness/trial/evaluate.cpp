@@ -293,8 +293,8 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   // What a submission's driver sees that the output files cannot show (submission_driver.py), each a
   // FAIL whatever the outputs compare like: an output read in order on the calling stream that
   // differs from a read after a device-wide synchronize (still being written when the caller's
-  // stream reached it), inputs that no longer hold what the driver put there, and a current stream
-  // left other than the caller's.
+  // stream reached it), inputs that no longer hold what the driver put there, a current stream
+  // left other than the caller's, and an output that a later call changed.
   std::vector<std::string> flagged;
   if (submission)
     for (const auto& note : child.notes)

@@ -16,6 +16,9 @@ INPUTS_CHANGED = "the inputs it was handed were changed"
 # Likewise (kStreamChangedNote): after the import or a call, torch's current stream was no longer
 # the caller's (the default stream the driver calls on).
 STREAM_CHANGED = "the current CUDA stream was left changed"
+# Likewise (kOutputReusedNote): an output read right after its call no longer held the same bits
+# after the later calls: the caller's earlier result was overwritten.
+OUTPUT_REUSED = "output changed by a later call"
 
 
 def load_arrays(folder, np, required):
@@ -277,6 +280,14 @@ class Inputs:
             if diff.size:
                 found.append("%s (%d of %d bytes, first at byte %d)" % (data_name(name), diff.size, want.nbytes, diff[0]))
         return found
+
+    def holds(self, out):
+        """Whether `out` lies in this set's c buffer (the driver rewrites that buffer before an
+        in-place call: poison() or set_output_bits())."""
+        c = self.buffers["c"]
+        if self.torch is None:
+            return bool(self.np.may_share_memory(out, c))
+        return out.untyped_storage().data_ptr() == c.untyped_storage().data_ptr()
 
     def poison(self):
         self.set_output_bits(None)

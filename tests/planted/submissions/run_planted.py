@@ -43,6 +43,8 @@ INPUTS_CHANGED = "the inputs it was handed were changed"
 PREPACKED = ["call 1 (in place, input set 0): " + INPUTS_CHANGED + ": b1 (", "), b2 (",
              "call 2 (new tensors, input set 1): " + INPUTS_CHANGED, "(custom_kernel, in that call or an earlier "
              "one, wrote into tensors of `data` other than c, which are the caller's"]
+# Outputs overwritten by later calls, though each is right when read at once.
+OUTPUT_REUSED = "output changed by a later call: the output is storage custom_kernel reuses"
 PLANTED = {
     "cpu": [
         ("cpu/binds_first_arrays.py", "activations", "FAIL", NEW_TENSORS_STALE),
@@ -64,6 +66,11 @@ PLANTED = {
           "call 2 matches its inputs under the case's global scales, not the new alpha1, alpha2 handed with the "
           "new weights: the alphas ignored, or kept from an earlier call?"]),
         ("cpu/prepacks_weights_in_place.py", "activations", "FAIL", PREPACKED),
+        ("cpu/returns_one_buffer.py", "activations", "FAIL",
+         ["call 1 (in place, input set 0), ", "; call 2 (new tensors, input set 1), ",
+          "; call 3 (in place, input set 2), ", OUTPUT_REUSED]),
+        ("cpu/scratch_in_earlier_output.py", "activations", "FAIL",
+         ["call 3 (in place, input set 2), ", OUTPUT_REUSED]),
         ("cpu/scratch_in_inputs.py", "activations", "FAIL",
          ["call 1 (in place, input set 0): " + INPUTS_CHANGED + ": sfa_permuted (1 of ",
           "bytes, first at byte 0)", "call 2 (new tensors, input set 1): " + INPUTS_CHANGED]),
@@ -77,6 +84,8 @@ PLANTED = {
         ("gpu/result_by_data_ptr.py", "activations", "FAIL", RESULT_CACHED),
         ("gpu/result_by_data_ptr.py", "all", "FAIL", RESULT_CACHED),
         ("gpu/prepacks_weights_in_place.py", "activations", "FAIL", PREPACKED),
+        ("gpu/returns_static_output.py", "activations", "FAIL",
+         ["call 1 (in place, input set 0), ", "; call 2 (new tensors, input set 1), ", OUTPUT_REUSED]),
         ("gpu/leaves_stream_changed.py", "activations", "FAIL",
          ["call 1 (in place, input set 0): the current CUDA stream was left changed",
           "call 3 (in place, input set 2): the current CUDA stream was left changed"]),
