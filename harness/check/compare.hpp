@@ -241,6 +241,7 @@ struct Comparison {
   int64_t nan_mismatch = 0;     // NaN on exactly one side (not counting poisoned)
   int64_t inf_mismatch = 0;     // rejected elements where either side is +-inf
   int64_t poisoned = 0;         // still holding kPoisonBits: never written
+  int64_t poison_read = 0;      // kPoisonBits quieted (either sign): computed from c's prior contents
   int64_t gpumode_mismatch = 0; // |x - ref| > 1e-3 + 1e-3*|ref|, or NaN / +inf / -inf on one side only
   // Against the exact value, over elements finite on both sides; max_rel only where |exact| is in
   // fp16's normal range (>= 2^-14): below it fp16 itself keeps no relative precision.

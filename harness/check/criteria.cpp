@@ -133,18 +133,25 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
   return e;
 }
 
+// Arithmetic on the poison (a signalling NaN) gives it back quieted: the quiet bit 0x0200 set, the
+// payload kept, the sign perhaps flipped. An output holding that read c before writing it.
 void Poison::observe(const Element& e) {
-  if (!e.poisoned) return;
+  if (!e.poisoned) {
+    read += (e.got & 0x7FFFu) == (kPoisonBits | 0x0200u);
+    return;
+  }
   ++count;
   if (first.size() < 5) first.push_back(e.er);
 }
 void Poison::merge(const Poison& o) {
   count += o.count;
+  read += o.read;
   for (const auto& r : o.first)
     if (first.size() < 5) first.push_back(r);
 }
 void Poison::finish(Comparison& out, const Scan&) const {
   out.poisoned = count;
+  out.poison_read = read;
   out.first_poisoned = first;
 }
 

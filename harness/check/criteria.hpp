@@ -62,8 +62,8 @@ void keep_worst(std::vector<ElementReport>& v, const ElementReport& r, size_t ca
 // kZeroBlockQ). 255 for n = 0.
 unsigned block_quantum(const uint8_t* a, const uint8_t* b, int64_t n);
 
-struct Poison {  // unwritten elements
-  int64_t count = 0;
+struct Poison {  // unwritten elements, and elements computed from the poison (quieted)
+  int64_t count = 0, read = 0;
   std::vector<ElementReport> first;
   void observe(const Element& e);
   void merge(const Poison& o);

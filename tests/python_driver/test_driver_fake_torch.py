@@ -77,6 +77,12 @@ def custom_kernel(data):
     if %(mode)r == "lazy":
         c.copy_(out)
         return Lazy(c._a, c.dtype, True)
+    if %(mode)r == "one-buffer":  # right output, in one tensor of its own returned by every call
+        global _buffer
+        if "_buffer" not in globals():
+            _buffer = torch.empty(tuple(c.shape), dtype=torch.float16, device="cuda")
+        _buffer.copy_(out)
+        return _buffer
     if %(mode)r == "scratch":  # right output; the caller's sfb1_permuted, which it never reads, zeroed
         c.copy_(out)
         data[7].view(torch.uint8).zero_()
@@ -143,7 +149,7 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertTrue(any("torch data" in m[1] for m in msgs if m[0] == "describe"))
         for i, case in enumerate(self.sets):
             assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
-        self.assertEqual(len(calls), 5)  # 2 warm-up calls, 3 checked
+        self.assertEqual(len(calls), 6)  # 2 warm-up calls, 3 checked, the driver's last (outputs kept)
         warm_a, warm_b1, warm_id = calls[0]
         self.assertEqual(calls[1], calls[0])
         for i in (2, 4):  # checked calls 1 and 3: the same tensor objects, the same addresses
@@ -152,6 +158,8 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertNotEqual(new_a, warm_a)
         self.assertNotEqual(new_b1, warm_b1)
         self.assertNotEqual(new_id, warm_id)
+        last = calls[5]  # new tensors again, distinct from every earlier call's
+        self.assertTrue(all(last[j] not in {c[j] for c in calls[:5]} for j in range(3)), calls)
 
     def test_unjoined_side_stream_is_flagged_on_every_call(self):
         msgs, _ = self.run_mode("unjoined")
@@ -186,9 +194,9 @@ class FakeTorchDriverTest(unittest.TestCase):
             got = bits.view(np.float16).reshape(self.L, self.M, self.N)
             assert_close(self, got, reference(sets[int(set_number)]))
         # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
-        timed = calls[5:5 + reps]
+        timed = calls[6:6 + reps]  # (after the driver's last call of stage run)
         self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
-        b2b = calls[5 + reps:]
+        b2b = calls[6 + reps:]
         self.assertEqual(len(b2b), b2b_calls)
         self.assertEqual(len({c[0] for c in b2b}), 4)
         self.assertNotIn(calls[0][0], {c[0] for c in b2b})
@@ -219,6 +227,19 @@ class FakeTorchDriverTest(unittest.TestCase):
         msgs, _ = self.run_mode("lazy", last="error")
         self.assertIn("custom_kernel returned a Lazy, a subclass of torch.Tensor; expected a plain one", msgs[-1][1])
 
+    def test_an_output_a_later_call_overwrites_is_flagged(self):
+        msgs, calls = self.run_mode("one-buffer")
+        notes = [m[1] for m in msgs if m[0] == "note"]
+        self.assertEqual(len(notes), 1, msgs)
+        self.assertRegex(notes[0], r"^call 1 \(in place, input set 0\), \d+ of 70 elements; call 2 \(new tensors, "
+                         r"input set 1\), \d+ of 70 elements; call 3 \(in place, input set 2\), \d+ of 70 "
+                         r"elements: output changed by a later call")
+        for i, case in enumerate(self.sets):  # each right when it was read
+            assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
+        # Returned in data's c, the in-place calls' outputs are rewritten by the driver itself: no note.
+        msgs, _ = self.run_mode("current")
+        self.assertEqual([m for m in msgs if m[0] == "note"], [])
+
     def test_a_current_stream_left_changed_is_flagged_and_undone(self):
         msgs, _ = self.run_mode("stream-at-import")
         notes = [m[1] for m in msgs if m[0] == "note"]
@@ -230,7 +251,9 @@ class FakeTorchDriverTest(unittest.TestCase):
         notes = [m[1] for m in msgs if m[0] == "note"]
         self.assertEqual([n.split(":")[0] for n in notes], ["call 1 (in place, input set 0)",
                                                             "call 2 (new tensors, input set 1)",
-                                                            "call 3 (in place, input set 2)"])
+                                                            "call 3 (in place, input set 2)",
+                                                            "the driver's last call (new tensors, the warm-up's "
+                                                            "input set)"])
         self.assertTrue(all("the current CUDA stream was left changed" in n for n in notes), notes)
 
     def test_process_wide_settings_changed_at_import_or_in_a_call_are_noted(self):

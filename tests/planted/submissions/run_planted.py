@@ -71,6 +71,14 @@ PLANTED = {
           "; call 3 (in place, input set 2), ", OUTPUT_REUSED]),
         ("cpu/scratch_in_earlier_output.py", "activations", "FAIL",
          ["call 3 (in place, input set 2), ", OUTPUT_REUSED]),
+        ("cpu/answers_one_call_late.py", "activations", "FAIL",
+         ["calls 1,2,3 of 3", "call 1's output matches the reference of input set 3 (the warm-up's)",
+          "call 3's output matches the reference of input set 1, call 2's",
+          "every failing call returned the previous call's result (one call late)"]),
+        ("cpu/accumulates_into_output.py", "activations", "FAIL",
+         ["computed from the poison the output held before the call (c read before it was written"]),
+        ("cpu/off_by_one_ulp_on_new_weights.py", "activations", "FAIL",
+         ["call 2 of 3 (new tensors, new weights, input set 1): ", "(other calls pass)"]),
         ("cpu/scratch_in_inputs.py", "activations", "FAIL",
          ["call 1 (in place, input set 0): " + INPUTS_CHANGED + ": sfa_permuted (1 of ",
           "bytes, first at byte 0)", "call 2 (new tensors, input set 1): " + INPUTS_CHANGED]),
@@ -92,6 +100,11 @@ PLANTED = {
         ("gpu/bf16_gemm_output.py", "activations", "FAIL",
          ["calls 1,2,3 of 3 (in place, new activations, input set 0;"]),
     ],
+}
+# Phrases a planted submission's message must not hold: diagnoses that would mislead.
+ABSENT = {
+    "cpu/answers_one_call_late.py": ["a cache keyed by shape", "a result cached by shape", "exactness certificate"],
+    "cpu/off_by_one_ulp_on_new_weights.py": ["weights or decoded weights cached"],
 }
 # Correct submissions, with the combinations they run: each PASSES in both modes over SEEDS. The
 # numpy ones run every combination; the torch ones every combination but the driver's compile and
@@ -143,6 +156,8 @@ class PlantedSubmissions(unittest.TestCase):
                     self.assertEqual(trial.get("stage"), "run")
                     for phrase in phrases:
                         self.assertIn(phrase, trial["message"])
+                    for phrase in ABSENT.get(path, []):
+                        self.assertNotIn(phrase, trial["message"])
 
     def test_watchdog_and_clock_are_the_harnesss(self):
         if LABEL != "cpu":
