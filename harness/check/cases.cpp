@@ -14,6 +14,7 @@
 
 #include "case_dir.hpp"
 #include "distributions.hpp"
+#include "formats.hpp"
 #include "errors.hpp"
 
 namespace nvfp4 {
@@ -91,20 +92,49 @@ std::pair<float, float> alpha_factors(int set) {
   return {f1, f2};
 }
 
+namespace {
+
+// Negates one element of A: the first, from a seeded position, whose E2M1 code is not zero and whose
+// block scale is finite and not zero, so that its row of G and U changes. False when there is none.
+bool negate_one_activation(Problem& p, uint64_t seed) {
+  const size_t elems = p.a.size() * 2, row_bytes = size_t(p.shape.K / 2), blocks = size_t(p.shape.K / 16);
+  for (size_t t = 0; t < elems; ++t) {
+    const size_t e = (size_t(seed % elems) + t) % elems, byte = e / 2;
+    const int shift = 4 * int(e % 2);
+    const size_t row = byte / row_bytes, k = 2 * (byte % row_bytes) + e % 2;
+    const uint8_t scale = p.sfa[row * blocks + k / kBlock] & 0x7F;
+    if (((p.a[byte] >> shift) & 0x7) == 0 || scale == 0 || scale == 0x7F) continue;
+    p.a[byte] = uint8_t(p.a[byte] ^ (0x8 << shift));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Problem make_input_set(const CaseSpec& c, const Problem& base, int set, InputSet mode) {
   if (set < 0) throw InputError("input set " + std::to_string(set) + " does not exist");
   Problem p = base;
   if (set == 0) return p;
   const uint64_t s = input_set_seed(c.from_dir() ? 0 : c.seed, set);
   const bool all = mode == InputSet::All;
+  if (set == kNearSet) {  // set 0 but one element of A (whatever the mode)
+    if (!negate_one_activation(p, s)) negate_elements(p.a, s);
+    return p;
+  }
+  const bool keep_a = all && set == kSameActivationsSet;
   if (!c.from_dir()) {
     if (all) {
       p = make_problem(base.shape, c.dist, s);
+      if (keep_a) {
+        p.a = base.a;
+        p.sfa = base.sfa;
+      }
     } else {
       regenerate_activations(p, c.dist, s);
     }
   }
-  if (c.from_dir() || (p.a == base.a && p.sfa == base.sfa)) negate_elements(p.a, s);
+  if (!keep_a && (c.from_dir() || (p.a == base.a && p.sfa == base.sfa))) negate_elements(p.a, s);
   if (all) {
     if (c.from_dir() || (p.b1 == base.b1 && p.sfb1 == base.sfb1)) negate_elements(p.b1, s + 1);
     if (c.from_dir() || (p.b2 == base.b2 && p.sfb2 == base.sfb2)) negate_elements(p.b2, s + 2);

@@ -21,6 +21,12 @@
 //              Case directory: negate_elements on A (with All also B1, B2, and the alpha factors),
 //              seeded by input_set_seed(0, k): magnitudes and scale bytes (so NaN and negative
 //              scales) stay, the products change.
+//   two sets aimed at results cached under a partial key, whatever the distribution:
+//   set kSameActivationsSet (1) with InputSet::All keeps set 0's A and SFA (new weights and alphas
+//              only: a result keyed by the activations alone is stale on it);
+//   set kNearSet (2), either mode, is set 0 with one element of A negated (a nonzero code in a
+//              block of finite, nonzero scale, at a seeded position; if A has none, negate_elements):
+//              one row of C changes, so a result keyed by sampled bytes or part of the inputs is stale.
 // In a trial of R checked calls, checked call i (1-based) uses set i-1 and the warm-up, tune and
 // capture stages use set R, which no checked call uses (plan.hpp: Plan::set_inputs writes a set
 // into the plan's buffers; with InputSet::Activations only A and SFA change, as in an engine).
@@ -72,6 +78,8 @@ std::pair<float, float> parse_alphas(const std::string& text);
 
 // The seed of input set k of a case seeded `seed` (k = 0: `seed` itself).
 uint64_t input_set_seed(uint64_t seed, int set);
+constexpr int kSameActivationsSet = 1;
+constexpr int kNearSet = 2;
 // The factors alpha1 and alpha2 of set k > 0 are multiplied by under InputSet::All
 // ({1, 1} for set 0): signs and non-power-of-two magnitudes change, so a path that keeps the
 // alphas it saw at init gives wrong values.

@@ -173,6 +173,12 @@ static std::string stale_diagnosis(const TrialResult& r, const std::vector<int>&
       if (!late) {
         if (call == calls && calls > 1 && other == checked_call_set(call - 1) && failing.size() == 1)
           hint("the previous call's output, left in place: computes only when the output holds the poison?");
+        else if (k.set == kNearSet && other == 0)
+          hint("input set 2 is set 0 with one element of A negated: a result cached under a partial key "
+               "(sampled bytes, a checksum of part of the inputs)?");
+        else if (k.new_tensors && k.mode == InputSet::All && k.set == kSameActivationsSet && other == 0)
+          hint("input set 1 has set 0's activations and new weights: weights or decoded weights cached from an "
+               "earlier call, a result keyed by the activations alone, or a graph over the first call's tensors?");
         else if (k.new_tensors)
           hint("a cache keyed by shape or a graph over the first call's tensors?");
         else

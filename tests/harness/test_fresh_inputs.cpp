@@ -192,13 +192,35 @@ TEST_CASE("input sets: set 0 is the case; others are deterministic, distinct, an
       CHECK(a.alpha1 == base.alpha1);
       CHECK(a.alpha2 == base.alpha2);
       const Problem& w = all.back();
-      CHECK(w.a != base.a);
+      if (k == kNearSet) {  // set 0 with one element of A negated, in either mode
+        CHECK(same_inputs(w, a));
+        continue;
+      }
+      CHECK((w.a != base.a) == (k != kSameActivationsSet));  // set 1: set 0's activations, new weights
       CHECK(w.b1 != base.b1);
       CHECK(w.b2 != base.b2);
       CHECK(w.alpha1 == base.alpha1 * alpha_factors(k).first);
       CHECK(w.alpha2 == base.alpha2 * alpha_factors(k).second);
       CHECK(w.alpha1 != base.alpha1);
     }
+    // The near set: one element of A negated, in a block whose scale is finite and not zero, at a
+    // nonzero code; nothing else changed.
+    const Problem& near = act[size_t(kNearSet - 1)];
+    std::vector<size_t> diff;
+    for (size_t i = 0; i < base.a.size(); ++i)
+      if (near.a[i] != base.a[i]) diff.push_back(i);
+    REQUIRE(diff.size() == 1);
+    const uint8_t x = uint8_t(near.a[diff[0]] ^ base.a[diff[0]]);
+    CHECK((x == 0x08 || x == 0x80));
+    const int shift = x == 0x80 ? 4 : 0;
+    CHECK(((base.a[diff[0]] >> shift) & 0x7) != 0);
+    const int64_t row_bytes = 64 / 2, row = int64_t(diff[0]) / row_bytes;
+    const int64_t k = 2 * (int64_t(diff[0]) % row_bytes) + shift / 4;
+    const uint8_t scale = base.sfa[size_t(row * (64 / 16) + k / 16)] & 0x7F;
+    CHECK((scale != 0 && scale != 0x7F));
+    CHECK(near.sfa == base.sfa);
+    CHECK(near.b1 == base.b1);
+    CHECK(near.alpha1 == base.alpha1);
     for (size_t i = 0; i < act.size(); ++i)
       for (size_t j = i + 1; j < act.size(); ++j) {
         CHECK(act[i].a != act[j].a);
