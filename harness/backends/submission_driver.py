@@ -6,7 +6,7 @@ the same messages from it as from a built-in path's child (harness/trial/trial.h
 on the pipe descriptor --fd, fields separated by tabs, backslash, tab and newline escaped:
 
     enter STAGE | leave STAGE SECONDS | describe TEXT | note TEXT | skip REASON | error MESSAGE
-    | output CALL [SET] | timed-output INDEX SET | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS
+    | output CALL [SET] | late-output INDEX SET CALL | timed-output INDEX SET | timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS
     | done
 
 Usage:
@@ -48,8 +48,9 @@ Stages of `run`, each timed between its enter and leave messages:
     capture  only with graph: one call captured in a torch.cuda.CUDAGraph
     run      R checked calls, each handed its inputs one of two ways (below); output poisoned
              (the last call's starts from the previous call's output instead), call, output read
-             back and written; then (not under graph) one more call in new tensors and every
-             checked output read again (a changed one: a note carrying a FAIL, outputs_kept)
+             back and written; then (not under graph) LATE_CALLS more calls on the warm-up's set
+             in new tensors, their distinct outputs sent for checking, and every checked output
+             read again (a changed one: a note carrying a FAIL; later_calls)
     time     only with --bench: the steady state timed per call and back to back on distinct `data`
              objects, timed outputs sent for checking (nvfp4_driver/bench.py; inputs DIR/bench<k>/)
     teardown references dropped
@@ -152,6 +153,10 @@ from nvfp4_driver.protocol import (PROVIDED, Channel, TrialError, TrialSkip, par
 from nvfp4_driver import rehearse as evaluator  # noqa: E402
 
 del sys.path[0]
+
+# Calls after the checked ones (later_calls): with the default 3 warm-up and 3 checked calls, calls
+# 7-14 of the trial, enough to meet a path taken after 6 calls or every 7th.
+LATE_CALLS = 8
 
 
 def provide_task_module(folder):
@@ -286,14 +291,18 @@ def run_trial(ch, args):
     emulated = state["emulated"]
     kernel = ch.stage("load", lambda: import_submission(args.submission))
 
-    def restore_stream(what):
-        """A note naming `what` when the current stream is not the caller's any more, which is then
-        made current again: the driver's own work and every call start on the caller's stream."""
+    def restore_stream(what, quiet=False):
+        """A note naming `what` (unless quiet) when the current stream is not the caller's any more,
+        which is then made current again: the driver's own work and every call start on the caller's
+        stream. Whether it was changed."""
         cuda = state.get("cuda")
         if cuda is not None and cuda.current_stream() != cuda.default_stream():
-            ch.send("note", "%s: %s: custom_kernel's work or the caller's next work runs on another stream than "
-                    "the caller's (torch.cuda.set_stream without restoring it?)" % (what, STREAM_CHANGED))
+            if not quiet:
+                ch.send("note", "%s: %s: custom_kernel's work or the caller's next work runs on another stream "
+                        "than the caller's (torch.cuda.set_stream without restoring it?)" % (what, STREAM_CHANGED))
             cuda.set_stream(cuda.default_stream())
+            return True
+        return False
 
     def watch_settings(what):
         """A note when the process-wide settings differ from the last look (kept for the next); each
@@ -359,15 +368,16 @@ def run_trial(ch, args):
             graph.replay()
             return captured
 
-    def read_back(out, what):
+    def read_back(out, what, quiet=False):
         """The output read on the calling stream and after a device-wide synchronize; a difference
-        (work on another stream still writing it) is a note naming `what`."""
+        (work on another stream still writing it) is a note naming `what` (unless quiet)."""
         ordered, synced = reader.read(out)
         differ = int(np.count_nonzero(ordered != synced))
-        if differ:
+        if differ and not quiet:
             ch.send("note", "%s: output not complete when the calling stream reached it: work on another stream "
                     "not joined? (%d of %d elements changed after a device-wide synchronize)"
                     % (what, differ, ordered.size))
+        state["differ"] = differ
         return ordered, synced
 
     def run():
@@ -411,20 +421,36 @@ def run_trial(ch, args):
             else:
                 ch.send("output", str(i))
         if "graph" not in chosen:  # (the driver's own graph returns its one static output every call)
-            outputs_kept(kept)
+            later_calls(kept)
 
-    def outputs_kept(kept):
-        """A caller may keep every output (GPU MODE's evaluator checks them after all its calls):
-        one more call, in new tensors holding the warm-up's set (its output is not checked), then
-        each checked call's output read again; one that changed is a note carrying a FAIL. Skipped:
-        an output in the c of a set a later checked call was handed in place (the driver itself
-        rewrites that c before the call)."""
+    def later_calls(kept):
+        """LATE_CALLS more calls after the checked ones, in new tensors holding the warm-up's input set
+        (made once, refilled in place): the first call's output and every later one that differs from
+        it are sent for checking (a path taken only after more calls). Then every checked call's output
+        is read again (a caller may keep its outputs: GPU MODE's evaluator checks them after all its
+        calls); one that changed is a note carrying a FAIL. Skipped there: an output in the c of a set
+        a later checked call was handed in place (the driver itself rewrites that c before the call)."""
         extra = Inputs(np, state["arrays"], torch, state["alphas"])
-        extra.poison()
-        sync()
-        fn(extra.data)
-        sync()
-        restore_stream("the driver's last call (new tensors, the warm-up's input set)")
+        first, sent, noted = None, 0, set()  # (each kind of note once over these calls)
+        made = args.warmup + args.runs + (1 if "compile" in chosen or "max-autotune" in chosen else 0)
+        for j in range(LATE_CALLS):
+            extra.poison()
+            sync()
+            out = fn(extra.data)
+            extra.check_output(out)
+            what = "call %d (new tensors, the warm-up's input set)" % (made + j + 1)
+            ordered, _ = read_back(out, what, quiet="unjoined" in noted)
+            if state["differ"]:
+                noted.add("unjoined")
+            if restore_stream(what, quiet="stream" in noted):
+                noted.add("stream")
+            if first is None or not np.array_equal(ordered, first):
+                if first is None:
+                    first = ordered.copy()
+                with open(os.path.join(args.dir, "late%d.f16" % sent), "wb") as f:
+                    f.write(ordered.tobytes())
+                ch.send("late-output", str(sent), str(args.runs), str(made + j + 1))
+                sent += 1
         changed = []
         for i, (what, out, bits, target) in enumerate(kept):
             if any(later is target for _, _, _, later in kept[i + 1:]) and target.holds(out):

@@ -96,6 +96,40 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
   r.timing = child.timing;
 }
 
+// A submission's later calls (submission_driver.py, after the checked calls, on the warm-up's input
+// set): each output the driver sent (those that differ from the first of them) against that set's
+// reference. A trial whose checked calls passed but one of whose later calls fails is FAIL in stage
+// run: the submission goes wrong only after more calls.
+void check_late(TrialResult& r, const ChildReport& child, const std::vector<SubmissionCall>& inputs,
+                ReferenceCache& cache) {
+  const int runs = r.spec.options.runs;
+  for (size_t i = 0; i < child.late_outputs.size() && i < child.late_sets.size(); ++i) {
+    if (child.late_sets[i] != warmup_set(runs)) {
+      r.outcome = Outcome::Error;
+      r.stage = "run";
+      r.message = "the child's later call " + std::to_string(child.late_calls[i]) + " names input set " +
+                  std::to_string(child.late_sets[i]) + "; expected the warm-up's, " + std::to_string(warmup_set(runs));
+      return;
+    }
+    const auto info = reference_of(cache, r.spec.c, inputs[size_t(warmup_set(runs))]);
+    if (int64_t(child.late_outputs[i].size()) != info->ref.shape.c_elems()) continue;  // (read_outputs noted it)
+    const Comparison c = cache.compare(*info, child.late_outputs[i].data(), child.late_calls[i]);
+    if (c.pass()) continue;
+    std::ostringstream m;
+    m << "call " << child.late_calls[i] << " of the trial (after the " << runs << " checked calls; new tensors, "
+      << input_set_label(warmup_set(runs), runs) << "): " << c.over_tolerance << " of " << c.elements
+      << " elements over tolerance";
+    if (c.poisoned) m << " (" << c.poisoned << " unwritten)";
+    m << "; every checked call passed: a path taken only after more calls (an autotuner switching variants, a "
+         "periodic slow path, a cache that fills up)?";
+    r.outcome = Outcome::Fail;
+    r.stage = "run";
+    r.stage_elapsed = r.stage_seconds("run");
+    r.message = m.str();
+    return;
+  }
+}
+
 // Stage configs (trial.hpp): every configuration's output against the reference of its own input
 // set. A trial whose checked calls passed but one of whose configurations fails is FAIL in stage
 // configs, naming the configurations that fail.
@@ -322,6 +356,8 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   if (failing.empty() && flagged.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
+    if (submission) check_late(r, child, inputs, cache);
+    if (r.outcome != Outcome::Pass) return r;
     check_configs(r, child, cache);
     if (spec.options.bench && r.outcome == Outcome::Pass) check_timed(r, child, cache);
     return r;

@@ -208,6 +208,10 @@ struct ChildReport {
   BenchFigures timing;
   std::vector<std::vector<uint16_t>> timed_outputs;
   std::vector<int> timed_sets;
+  // A submission's later calls (after the checked ones, submission_driver.py): the outputs that
+  // differ from the first of them, with their input set and their number among the trial's calls.
+  std::vector<std::vector<uint16_t>> late_outputs;
+  std::vector<int> late_sets, late_calls;
   // Stage configs: one output per configuration, with its input set and name.
   std::vector<std::vector<uint16_t>> config_outputs;
   std::vector<int> config_sets;

@@ -192,6 +192,11 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
     } else if (kind == "output") {
       ++talk.outputs;
       if (talk.output_sets.size() < kMaxOutputs) talk.output_sets.push_back(f.size() > 2 ? std::atoi(f[2].c_str()) : -1);
+    } else if (kind == "late-output" && f.size() > 3) {
+      if (talk.late_sets.size() < kMaxOutputs) {
+        talk.late_sets.push_back(std::atoi(f[2].c_str()));
+        talk.late_calls.push_back(std::atoi(f[3].c_str()));
+      }
     } else if (kind == "timed-output" && f.size() > 2) {
       if (talk.timed_sets.size() < kMaxOutputs) talk.timed_sets.push_back(std::atoi(f[2].c_str()));
     } else if (kind == "config-output" && f.size() > 3) {
@@ -374,6 +379,10 @@ void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec
   read_outputs(rep, dir, "timed", talk.timed_sets.size(), elems, rep.timed_outputs,
                [](size_t i) { return "timed output " + std::to_string(i); });
   rep.timed_sets = talk.timed_sets;
+  read_outputs(rep, dir, "late", talk.late_sets.size(), elems, rep.late_outputs,
+               [&](size_t i) { return "the output of call " + std::to_string(talk.late_calls[i]); });
+  rep.late_sets = talk.late_sets;
+  rep.late_calls = talk.late_calls;
   read_outputs(rep, dir, "config", talk.config_sets.size(), elems, rep.config_outputs,
                [&](size_t i) { return "the output of configuration " + talk.config_names[i]; });
   rep.config_sets = talk.config_sets;

@@ -37,6 +37,7 @@ struct Conversation {
   int outputs = 0;
   std::vector<int> output_sets;
   std::vector<int> timed_sets;  // stage time: the input set of each timed output
+  std::vector<int> late_sets, late_calls;  // a submission's later calls: input set, call number
   std::vector<int> config_sets;            // stage configs: the input set of each configuration's call
   std::vector<std::string> config_names;   // ... and the configuration's name
   size_t mid_g = 0, mid_u = 0;

@@ -6,6 +6,7 @@ submission whose side stream is never joined and must not flag one that joins it
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,8 @@ from test_submission_driver import DRIVER, ROOT, assert_close, make_case, read_o
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_torch")
 DUAL = os.path.join(ROOT, "tests", "planted", "submissions", "cpu")
+with open(DRIVER) as _f:  # the driver's number of calls after the checked ones
+    LATE_CALLS = int(re.search(r"^LATE_CALLS = (\d+)$", _f.read(), re.M).group(1))
 MARKER = "output not complete when the calling stream reached it: work on another stream not joined?"
 
 SUBMISSION = """
@@ -149,7 +152,7 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertTrue(any("torch data" in m[1] for m in msgs if m[0] == "describe"))
         for i, case in enumerate(self.sets):
             assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
-        self.assertEqual(len(calls), 6)  # 2 warm-up calls, 3 checked, the driver's last (outputs kept)
+        self.assertEqual(len(calls), 5 + LATE_CALLS)  # 2 warm-up calls, 3 checked, the later calls
         warm_a, warm_b1, warm_id = calls[0]
         self.assertEqual(calls[1], calls[0])
         for i in (2, 4):  # checked calls 1 and 3: the same tensor objects, the same addresses
@@ -158,13 +161,17 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertNotEqual(new_a, warm_a)
         self.assertNotEqual(new_b1, warm_b1)
         self.assertNotEqual(new_id, warm_id)
-        last = calls[5]  # new tensors again, distinct from every earlier call's
-        self.assertTrue(all(last[j] not in {c[j] for c in calls[:5]} for j in range(3)), calls)
+        later = calls[5:]  # new tensors again, distinct from every earlier call's, then refilled in place
+        self.assertTrue(all(later[0][j] not in {c[j] for c in calls[:5]} for j in range(3)), calls)
+        self.assertEqual({tuple(c[:2]) for c in later}, {tuple(later[0][:2])})
+        # Identical outputs: only the first later call's is sent, as call 6 on the warm-up's set 3.
+        self.assertEqual([m[1:] for m in msgs if m[0] == "late-output"], [["0", "3", "6"]])
 
     def test_unjoined_side_stream_is_flagged_on_every_call(self):
         msgs, _ = self.run_mode("unjoined")
         notes = [m[1] for m in msgs if m[0] == "note"]
-        self.assertEqual(len(notes), 3, msgs)
+        self.assertEqual(len(notes), 4, msgs)  # the checked calls', and the first of the later calls'
+        self.assertTrue(notes[3].startswith("call 6 (new tensors, the warm-up's input set): " + MARKER), notes[3])
         self.assertTrue(notes[0].startswith("call 1 (in place, input set 0): " + MARKER), notes[0])
         self.assertTrue(notes[1].startswith("call 2 (new tensors, input set 1): " + MARKER), notes[1])
         self.assertIn("changed after a device-wide synchronize", notes[2])
@@ -194,9 +201,9 @@ class FakeTorchDriverTest(unittest.TestCase):
             got = bits.view(np.float16).reshape(self.L, self.M, self.N)
             assert_close(self, got, reference(sets[int(set_number)]))
         # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
-        timed = calls[6:6 + reps]  # (after the driver's last call of stage run)
+        timed = calls[5 + LATE_CALLS:5 + LATE_CALLS + reps]  # (after the later calls of stage run)
         self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
-        b2b = calls[6 + reps:]
+        b2b = calls[5 + LATE_CALLS + reps:]
         self.assertEqual(len(b2b), b2b_calls)
         self.assertEqual(len({c[0] for c in b2b}), 4)
         self.assertNotIn(calls[0][0], {c[0] for c in b2b})
@@ -252,8 +259,7 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertEqual([n.split(":")[0] for n in notes], ["call 1 (in place, input set 0)",
                                                             "call 2 (new tensors, input set 1)",
                                                             "call 3 (in place, input set 2)",
-                                                            "the driver's last call (new tensors, the warm-up's "
-                                                            "input set)"])
+                                                            "call 6 (new tensors, the warm-up's input set)"])
         self.assertTrue(all("the current CUDA stream was left changed" in n for n in notes), notes)
 
     def test_process_wide_settings_changed_at_import_or_in_a_call_are_noted(self):
