@@ -282,6 +282,16 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
                                                                             : "in-place activations") +
                                           "\n");
   }
+  // The later calls' one call of another shape (submission_driver.py later_calls): its set 0.
+  CaseSpec other;
+  if (other_shape_case(spec.c, other)) {
+    const Problem p = other.make();
+    std::filesystem::create_directories(dir + "/other");
+    save_case(dir + "/other", p);
+    if (p.alpha1 != 1.0f || p.alpha2 != 1.0f)
+      write_text_file(dir + "/other/alphas.json",
+                      json_text(Json{{"alpha1", double(p.alpha1)}, {"alpha2", double(p.alpha2)}}) + "\n");
+  }
   // Bench trials time calls on sets 0..R in the trial's own mode (submission_driver.py, stage time).
   if (spec.options.bench)
     for (int set = 0; set < runs; ++set) save("bench" + std::to_string(set), submission_timed_set(spec, *e, set));

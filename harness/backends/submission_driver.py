@@ -426,30 +426,35 @@ def run_trial(ch, args):
     def later_calls(kept):
         """LATE_CALLS more calls after the checked ones, in new tensors holding the warm-up's input set
         (made once, refilled in place): the first call's output and every later one that differs from
-        it are sent for checking (a path taken only after more calls). Then every checked call's output
+        it are sent for checking (a path taken only after more calls). The middle one is, where the
+        harness wrote DIR/other, a call of another shape (K + 256; set -1), also sent. Then every checked call's output
         is read again (a caller may keep its outputs: GPU MODE's evaluator checks them after all its
         calls); one that changed is a note carrying a FAIL. Skipped there: an output in the c of a set
         a later checked call was handed in place (the driver itself rewrites that c before the call)."""
         extra = Inputs(np, state["arrays"], torch, state["alphas"])
+        other_dir = os.path.join(args.dir, "other")  # another shape, K + 256 (external.cpp), if any
         first, sent, noted = None, 0, set()  # (each kind of note once over these calls)
         made = args.warmup + args.runs + (1 if "compile" in chosen or "max-autotune" in chosen else 0)
         for j in range(LATE_CALLS):
-            extra.poison()
+            other = j == LATE_CALLS // 2 and os.path.isdir(other_dir)
+            target = (Inputs(np, load_arrays(other_dir, np, True), torch, folder_alphas(other_dir, decl.alphas))
+                      if other else extra)
+            target.poison()
             sync()
-            out = fn(extra.data)
-            extra.check_output(out)
-            what = "call %d (new tensors, the warm-up's input set)" % (made + j + 1)
+            out = fn(target.data)
+            target.check_output(out)
+            what = "call %d (new tensors, %s)" % (made + j + 1, "another shape" if other else "the warm-up's input set")
             ordered, _ = read_back(out, what, quiet="unjoined" in noted)
             if state["differ"]:
                 noted.add("unjoined")
             if restore_stream(what, quiet="stream" in noted):
                 noted.add("stream")
-            if first is None or not np.array_equal(ordered, first):
-                if first is None:
+            if other or first is None or not np.array_equal(ordered, first):
+                if first is None and not other:
                     first = ordered.copy()
                 with open(os.path.join(args.dir, "late%d.f16" % sent), "wb") as f:
                     f.write(ordered.tobytes())
-                ch.send("late-output", str(sent), str(args.runs), str(made + j + 1))
+                ch.send("late-output", str(sent), "-1" if other else str(args.runs), str(made + j + 1))
                 sent += 1
         changed = []
         for i, (what, out, bits, target) in enumerate(kept):

@@ -92,6 +92,13 @@ std::pair<float, float> alpha_factors(int set) {
   return {f1, f2};
 }
 
+bool other_shape_case(const CaseSpec& c, CaseSpec& other) {
+  if (c.from_dir()) return false;
+  other = c;
+  other.shape.K += 256;
+  return true;
+}
+
 namespace {
 
 // Negates one element of A: the first, from a seeded position, whose E2M1 code is not zero and whose

@@ -80,6 +80,11 @@ std::pair<float, float> parse_alphas(const std::string& text);
 uint64_t input_set_seed(uint64_t seed, int set);
 constexpr int kSameActivationsSet = 1;
 constexpr int kNearSet = 2;
+// The case a submission's later calls also run once (submission_driver.py later_calls): a generated
+// case with the same M, N, L, distribution and seed and K + 256, so that state kept from the trial's
+// shape (a plan or workspace cached by the output's shape) meets another K; false for a case
+// directory, which has no other shape.
+bool other_shape_case(const CaseSpec& c, CaseSpec& other);
 // The factors alpha1 and alpha2 of set k > 0 are multiplied by under InputSet::All
 // ({1, 1} for set 0): signs and non-power-of-two magnitudes change, so a path that keeps the
 // alphas it saw at init gives wrong values.

@@ -96,32 +96,47 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
   r.timing = child.timing;
 }
 
-// A submission's later calls (submission_driver.py, after the checked calls, on the warm-up's input
-// set): each output the driver sent (those that differ from the first of them) against that set's
-// reference. A trial whose checked calls passed but one of whose later calls fails is FAIL in stage
-// run: the submission goes wrong only after more calls.
+// A submission's later calls (submission_driver.py later_calls, after the checked calls): on the
+// warm-up's input set, each output the driver sent (those that differ from the first of them), and
+// one call of another shape (set -1: other_shape_case, K + 256), each against its reference. A trial
+// whose checked calls passed but one of whose later calls fails is FAIL in stage run.
 void check_late(TrialResult& r, const ChildReport& child, const std::vector<SubmissionCall>& inputs,
                 ReferenceCache& cache) {
   const int runs = r.spec.options.runs;
+  int other_call = 0;  // the call of another shape, once seen
   for (size_t i = 0; i < child.late_outputs.size() && i < child.late_sets.size(); ++i) {
-    if (child.late_sets[i] != warmup_set(runs)) {
+    const int set = child.late_sets[i], call = child.late_calls[i];
+    CaseSpec other;
+    const bool is_other = set == -1 && other_shape_case(r.spec.c, other);
+    if (set != warmup_set(runs) && !is_other) {
       r.outcome = Outcome::Error;
       r.stage = "run";
-      r.message = "the child's later call " + std::to_string(child.late_calls[i]) + " names input set " +
-                  std::to_string(child.late_sets[i]) + "; expected the warm-up's, " + std::to_string(warmup_set(runs));
+      r.message = "the child's later call " + std::to_string(call) + " names input set " + std::to_string(set) +
+                  "; expected the warm-up's, " + std::to_string(warmup_set(runs)) + ", or -1 (another shape)";
       return;
     }
-    const auto info = reference_of(cache, r.spec.c, inputs[size_t(warmup_set(runs))]);
+    const auto info = is_other ? cache.get(other) : reference_of(cache, r.spec.c, inputs[size_t(warmup_set(runs))]);
+    if (is_other) other_call = call;
     if (int64_t(child.late_outputs[i].size()) != info->ref.shape.c_elems()) continue;  // (read_outputs noted it)
-    const Comparison c = cache.compare(*info, child.late_outputs[i].data(), child.late_calls[i]);
+    const Comparison c = cache.compare(*info, child.late_outputs[i].data(), call);
     if (c.pass()) continue;
     std::ostringstream m;
-    m << "call " << child.late_calls[i] << " of the trial (after the " << runs << " checked calls; new tensors, "
-      << input_set_label(warmup_set(runs), runs) << "): " << c.over_tolerance << " of " << c.elements
-      << " elements over tolerance";
+    m << "call " << call << " of the trial (after the " << runs << " checked calls; new tensors, ";
+    if (is_other)
+      m << "another shape, " << other.shape.str() << "): ";
+    else
+      m << input_set_label(warmup_set(runs), runs) << "): ";
+    m << c.over_tolerance << " of " << c.elements << " elements over tolerance";
     if (c.poisoned) m << " (" << c.poisoned << " unwritten)";
-    m << "; every checked call passed: a path taken only after more calls (an autotuner switching variants, a "
-         "periodic slow path, a cache that fills up)?";
+    if (is_other)
+      m << "; the trial's own shape passes: state kept from it (a plan, workspace or graph cached by the output's "
+           "shape, or by M or N alone)?";
+    else if (other_call)
+      m << "; every checked call passed and so did the calls before call " << other_call
+        << " of another shape: state that shape left behind?";
+    else
+      m << "; every checked call passed: a path taken only after more calls (an autotuner switching variants, a "
+           "periodic slow path, a cache that fills up)?";
     r.outcome = Outcome::Fail;
     r.stage = "run";
     r.stage_elapsed = r.stage_seconds("run");
