@@ -59,6 +59,8 @@ def custom_kernel(data):
     c = data[9]
     with open(%(log)r, "a") as f:
         f.write(json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n")
+    with open(%(log)r + ".a", "a") as f:  # what A held, per call
+        f.write(a.tobytes().hex() + "\\n")
     out = torch.from_numpy(np.ascontiguousarray(
         epilogue(decode(a, sfa), decode(b1, sfb1), decode(b2, sfb2)).transpose(1, 2, 0)))
     if %(mode)r in ("current", "stream-at-import", "tf32-at-import", "refuses-legacy-read"):
@@ -203,6 +205,11 @@ class FakeTorchDriverTest(unittest.TestCase):
         # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
         timed = calls[5 + LATE_CALLS:5 + LATE_CALLS + reps]  # (after the later calls of stage run)
         self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
+        # The timed calls' activations: no two alike but for each batch's last call, which keeps its
+        # set (4 sets rotate), so a result memoized by the inputs' contents cannot answer them.
+        with open(os.path.join(self.dir, "calls-current.jsonl.a")) as f:
+            contents = f.read().split()[5 + LATE_CALLS:5 + LATE_CALLS + reps]
+        self.assertGreaterEqual(len(set(contents)), reps - reps // 10 - 1, contents)
         b2b = calls[5 + LATE_CALLS + reps:]
         self.assertEqual(len(b2b), b2b_calls)
         self.assertEqual(len({c[0] for c in b2b}), 4)

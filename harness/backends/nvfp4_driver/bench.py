@@ -3,14 +3,18 @@ harness's own input sets, speaking the bench part of the trial protocol (harness
     timed-output INDEX SET   (DIR/timed<INDEX>.f16 written first)
     timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS
   per call   the harness's figure: timed call i gets input set i mod (R+1) refilled in place into
-             the warm-up's tensors, outside the timed region; each call is timed alone, from an
-             event on the calling stream to an event recorded after a device-wide synchronize, so
+             the warm-up's tensors, outside the timed region, with one element of A negated at a
+             position that moves with i (so a result memoized by the inputs' contents misses: the
+             call pays for its work), except each batch's last call, which keeps its set as the
+             harness wrote it so that the last timed output can be checked; each call is timed
+             alone, from an event on the calling stream to an event recorded after a device-wide synchronize, so
              work left running on another stream is counted; the stopping rule of the harness's own
              trials (optimized/plan.hpp measure_calls: batches of 10, median RSE, time and count
              limits) gives REPS, MEDIAN, MIN, MEAN, STDEV, RSE.
   b2b        GPU MODE's figure: a list of distinct `data` objects of newly allocated tensors, one per
              input set, called back to back in one timed region (L2 flushed before it, ended after a
-             device-wide synchronize), about 20 ms of calls; B2B is the mean per call.
+             device-wide synchronize), about 20 ms of calls; B2B is the mean per call (the R+1
+             objects repeat, so a memo keyed by contents hits here after the first round).
 The output of the last timed call (INDEX 0) and of the last back-to-back call (INDEX 1) go to the
 parent, which checks each against the reference of its own input set: a time is reported only for a
 trial whose timed outputs pass. Without torch (numpy data) the clock is time.perf_counter, bound at
@@ -95,9 +99,12 @@ def time_stage(ch, args, inputs, call, reader, np, torch, alphas_of, write_timed
     max_reps = max(min_reps, args.bench_max_reps)
     times, out, started = [], None, _clock()
     while True:
-        for _ in range(min(TIMING_BATCH, max_reps - len(times))):
+        batch = min(TIMING_BATCH, max_reps - len(times))
+        for j in range(batch):
             arrays, alphas = sets[len(times) % (runs + 1)]
             inputs.update(arrays, alphas)
+            if j < batch - 1:  # each batch's last call keeps its set as it is: its output can be checked
+                inputs.negate_activation(len(times))
             sync()
             seconds, out = timer.region(lambda: call(inputs))
             times.append(seconds)
