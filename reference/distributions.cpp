@@ -21,6 +21,7 @@
 // gives the bytes make_problem would give them.
 #include "distributions.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "errors.hpp"
@@ -296,6 +297,145 @@ void gen_suspicious(Problem& p, uint64_t seed, bool weights) {
   mark(p.sfb2, s.N, kSFB2, 16, 0xFF);
 }
 
+// scales: every finite E4M3 scale code, of either sign, on every operand, each where a wrong decode
+// shows (distributions.hpp says why). The pieces:
+//
+// Slots. A cycle of kScaleSlots = 258 slots, each a triple (a, b1, b2) of scale bytes for A, B1 and
+// B2 whose magnitudes are near-reciprocal: |a * b1| in [0.875, 4.125] and |a * b2| in [0.8125, 4.5]
+// (zero slots aside). Magnitude bytes j = 1..126 (2^-9 .. 448, ascending in value) pair with
+// rho1(j) = 127 - j for B1 and rho2(j) = 127 - j' for B2, j' = j + 1 for odd j and j - 1 for even j
+// (1<->2, 3<->4, ...): both bijections, so over the cycle each of
+// A, B1 and B2 takes every non-zero finite magnitude, once with each sign. Order (a triangle wave, so
+// that neighbouring slots have neighbouring magnitudes and every run of slots spans few binades):
+//   0          A zero  (+0; b1 = 448, b2 = 416: a wrong decode of A's 0 makes G, U ~ 0.9 d)
+//   1..126     up:   a = +j,        b1 = +rho1(j), b2 = rho2(j), negative when j is odd
+//   127, 130   B1 zero (+0, -0): a = +-448, b2 = +-2^-8 (a wrong decode of b1's zero makes G ~ 0.9 d)
+//   128, 129   B2 zero (+0, -0): a = +-448, b1 = +-2^-9
+//   131..256   down: a = -j (j = 126..1), b1 = -rho1(j), b2 = rho2(j), negative when j is even
+//   257        A zero  (-0; b1 = -448, b2 = -416)
+// a and b1 always have the same sign, so G = a*b1*d > 0 in a slot (d > 0 below).
+//
+// Windows. The cycle's two halves, slots 0..128 (every a and b1 non-negative) and 129..257 (every
+// a and b1 non-positive), are cut into 6 windows each of 21 or 22 consecutive slots (under 3
+// binades): 12 windows. Batch l uses window (w0 + l) mod 12, w0 a hash of the shape (not of the
+// seed: fresh activations redraw A alone with another seed and must keep meeting B's partners), and
+// in it the middle T = min(window size, max(M, N)) slots (the zero slots, at the ends of windows,
+// go to shapes with enough rows: a 1x1 batch never gets one). A row m takes slot floor(m*T/M), B row n
+// slot floor(n*T/N) (B1 and B2 row n take the same slot), with that slot's byte in every K block.
+// So a row of the operand with more rows always meets its partner in the same slot, and one of the
+// other within T / rows slots. Within a batch sa*sb1 >= 0 everywhere (no window mixes the halves: G
+// >= 0, so silu never underflows to 0) and, over all pairs of rows of a window, |sa*sb1| >= 0.156
+// and |sa*sb1| * |sa*sb2| <= 680.6.
+//
+// Data. The products that reach G and U are confined to 8 "support" positions per row, the same in
+// every row and independent of the seed: k_i = 16*floor(i*nkb/8) + (5i mod 14), i < 8 (nkb = K/16).
+// There A and B1 hold 0.5 or 1 and B2 the same times a per-row sign, so d = sum a*b1 over the
+// support lies in [2, 8] for every pair of rows and every K: G in [1.75, 33] and |U| in [1.6, 36]
+// where partners meet, and |C| <= 8 * 8 * 680.6 = 43558 anywhere else: C never overflows (a path's
+// overflow or clamp is then always wrong) and is 0 only in a zero slot's or the pattern's row or
+// column.
+// Elsewhere the operands take turns: at even k A holds a random code (all 16, signs
+// included) and B1, B2 a zero (+0 or -0), at odd k the reverse; at k = K-1 all are zero (for the
+// pattern below). Each of A, B1 and B2 draws its codes from its own stream.
+//
+// Pattern (only when L >= 2, in batch L-1: A row M-1, B row N-1, block nkb-1): sa = sb1 = 448,
+// sb2 = 2^-9, every other block's scale 0; the rows' data is zero but at k = K-1: a = 0.5, b1 = 0.5,
+// b2 = 2. So G = 0.25 * 448 * 448 = 50176, U = 0.875 and C = 43904, finite; a path that holds
+// sa*sb1 = 200704 in saturating fp16 (65504) gives 14328, one that overflows it inf. Its row and
+// column of C are zero elsewhere.
+constexpr int kScaleSlots = 258;
+constexpr int kScaleHalf = 129;
+constexpr int kScaleWindowsPerHalf = 6;
+
+struct ScaleSlot {
+  uint8_t a, b1, b2;
+};
+
+ScaleSlot scale_slot(int p) {
+  auto rho1 = [](int j) { return static_cast<uint8_t>(127 - j); };
+  auto rho2 = [](int j) { return static_cast<uint8_t>(127 - (j % 2 ? j + 1 : j - 1)); };
+  if (p == 0) return {0x00, 0x7E, 0x7D};
+  if (p == 257) return {0x80, 0xFE, 0xFD};
+  if (p == 127) return {0x7E, 0x00, 0x02};
+  if (p == 128) return {0x7E, 0x01, 0x00};
+  if (p == 129) return {0xFE, 0x81, 0x80};
+  if (p == 130) return {0xFE, 0x80, 0x82};
+  if (p <= 126) {
+    const int j = p;
+    return {static_cast<uint8_t>(j), rho1(j), static_cast<uint8_t>(rho2(j) | (j % 2 ? 0x80 : 0))};
+  }
+  const int j = 257 - p;  // 126 .. 1
+  return {static_cast<uint8_t>(0x80 | j), static_cast<uint8_t>(0x80 | rho1(j)),
+          static_cast<uint8_t>(rho2(j) | (j % 2 ? 0 : 0x80))};
+}
+
+void gen_scales(Problem& p, uint64_t seed, bool weights) {
+  const Shape& s = p.shape;
+  const int64_t nkb = s.K / 16, hk = s.K / 2;
+  SplitMix64 h{uint64_t(s.M) * 0x100000001B3ull ^ uint64_t(s.N) * 0xC2B2AE3D27D4EB4Full ^
+               uint64_t(s.K) * 0x165667B19E3779F9ull ^ uint64_t(s.L) * 0x27D4EB2F165667C5ull};
+  const int64_t w0 = int64_t(h.next() % (2 * kScaleWindowsPerHalf));
+  // First slot and number of slots T of batch l's window.
+  auto window = [&](int64_t l, int64_t& first, int64_t& T) {
+    const int64_t w = (w0 + l) % (2 * kScaleWindowsPerHalf), i = w % kScaleWindowsPerHalf;
+    first = (w / kScaleWindowsPerHalf) * kScaleHalf + i * kScaleHalf / kScaleWindowsPerHalf;
+    const int64_t size = (i + 1) * kScaleHalf / kScaleWindowsPerHalf - i * kScaleHalf / kScaleWindowsPerHalf;
+    T = std::min(size, std::max(s.M, s.N));
+    first += (size - T) / 2;  // the middle ones: the zero slots are at windows' ends
+  };
+  const bool pattern = s.L >= 2;
+  const int64_t k0 = s.K - 1;
+  std::vector<char> support(size_t(s.K), 0);
+  for (int64_t i = 0; i < 8; ++i) support[size_t(16 * (i * nkb / 8) + (5 * i) % 14)] = 1;
+
+  // which: 0 = A, 1 = B1, 2 = B2.
+  auto fill = [&](std::vector<uint8_t>& codes, std::vector<uint8_t>& sf, int64_t rows, uint64_t tag, int which) {
+    SplitMix64 g = stream(seed, tag);
+    std::vector<uint8_t> row(size_t(s.K));
+    for (int64_t l = 0; l < s.L; ++l) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const size_t at = size_t(l * rows + r);
+        uint8_t* sfr = sf.data() + at * size_t(nkb);
+        const bool special = pattern && l == s.L - 1 && r == rows - 1;
+        const uint64_t sign = g.next() & 1;  // B2's row sign; drawn for every row (fixed stream layout)
+        for (int64_t k = 0; k < s.K; ++k) {
+          const uint64_t x = g.next();
+          const uint8_t zero = static_cast<uint8_t>(x & 8);  // +0 or -0
+          uint8_t c;
+          if (k == k0) {
+            c = zero;
+          } else if (support[size_t(k)]) {
+            c = static_cast<uint8_t>(1 + ((x >> 8) & 1));
+            if (which == 2 && sign) c |= 8;
+          } else {
+            const bool mine = (k % 2 == 0) == (which == 0);
+            c = mine ? static_cast<uint8_t>((x >> 4) & 0xF) : zero;
+          }
+          row[size_t(k)] = c;
+        }
+        if (special) {
+          std::fill(row.begin(), row.end(), 0);
+          row[size_t(k0)] = which == 2 ? 0x4 : 0x1;  // 2.0 for B2, 0.5 for A and B1
+          std::fill(sfr, sfr + nkb, 0x00);
+          sfr[nkb - 1] = which == 2 ? 0x01 : 0x7E;
+        } else {
+          int64_t first = 0, T = 0;
+          window(l, first, T);
+          const int64_t cycle_rows = pattern && l == s.L - 1 ? rows - 1 : rows;  // the pattern row aside
+          const ScaleSlot sl = scale_slot(int(first + r * T / cycle_rows));
+          std::fill(sfr, sfr + nkb, which == 0 ? sl.a : which == 1 ? sl.b1 : sl.b2);
+        }
+        uint8_t* out = codes.data() + at * size_t(hk);
+        for (int64_t j = 0; j < hk; ++j) out[j] = static_cast<uint8_t>(row[size_t(2 * j)] | (row[size_t(2 * j + 1)] << 4));
+      }
+    }
+  };
+  fill(p.a, p.sfa, s.M, kA, 0);
+  if (!weights) return;
+  fill(p.b1, p.sfb1, s.N, kB1, 1);
+  fill(p.b2, p.sfb2, s.N, kB2, 2);
+}
+
 // Fills `p` (zeroed or not, of the right sizes) by name; with weights == false only A and SFA.
 void generate(Problem& p, const std::string& distribution, uint64_t seed, bool weights) {
   if (distribution == "normal") {
@@ -312,6 +452,8 @@ void generate(Problem& p, const std::string& distribution, uint64_t seed, bool w
     gen_identity(p, seed, weights);
   } else if (distribution == "suspicious") {
     gen_suspicious(p, seed, weights);
+  } else if (distribution == "scales") {
+    gen_scales(p, seed, weights);
   } else {
     std::string known;
     for (const auto& n : distribution_names()) known += (known.empty() ? "" : ", ") + n;
@@ -322,8 +464,8 @@ void generate(Problem& p, const std::string& distribution, uint64_t seed, bool w
 }  // namespace
 
 const std::vector<std::string>& distribution_names() {
-  static const std::vector<std::string> names = {"normal", "uniform", "edge",      "gpumode",
-                                                 "ones",   "identity", "suspicious"};
+  static const std::vector<std::string> names = {"normal",   "uniform",    "edge",  "gpumode",
+                                                 "ones",     "identity",   "suspicious", "scales"};
   return names;
 }
 

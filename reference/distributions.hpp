@@ -17,6 +17,20 @@
 //             negative, a few -0 (0x80), and NaN scales (0x7F, 0xFF) in one row of A and up to
 //             two rows of B1/B2 per batch (when M >= 8, N >= 8 / 16): the NaN rows and columns of
 //             C stay a small fraction
+//   scales    every finite E4M3 scale byte (0x00-0x7E, 0x80-0xFE: 254 codes, subnormals and +-0
+//             included) on each of A, B1 and B2, each where a wrong decode is plainly visible: one
+//             scale byte per row (all its K blocks), so a wrong table entry or a dropped sign
+//             scales a whole row's G or U; the rows cycle through 258 slots of partner bytes with
+//             |sa*sb| in [0.8, 4.5] (sa = 448 meets sb = 2^-9; a zero scale meets 448 so that
+//             decoding it as anything else shows), and the products that reach G and U are
+//             confined to 8 positive positions per row, so G in [1.75, 33] and |U| in [1.6, 36]
+//             where partners meet, for every K, and C never overflows. Each batch takes one of 12
+//             windows of 21-22 slots (the next one for the next batch): a case covers all 258 slots
+//             when L >= 12 and M, N >= 23 (suite: 24x24x64x12). The slots depend on the shape, not
+//             on the seed (fresh activations keep meeting B's partners); the seed draws the FP4
+//             data. With L >= 2 the last batch also carries a block with sa = sb1 = 448 (product
+//             200704, beyond fp16) whose output stays finite (C = 43904): holding sa*sb in
+//             saturating fp16 gives 14328. Rationale and layout in distributions.cpp.
 // Details and the PRNG (splitmix64, Irwin-Hall normals) are in distributions.cpp.
 #pragma once
 #include <cstdint>

@@ -40,6 +40,10 @@ std::vector<CaseSpec> default_suite(const std::string& backend) {
   // Small and ragged: one element per batch; odd M and N; a few tiles with ragged edges; batches.
   for (const char* shape : kSmallShapes)
     for (const auto& d : distribution_names()) add(v, shape, d, kSuiteSeed);
+  // Every finite E4M3 scale code on every operand where a wrong decode shows: `scales` covers all
+  // of its 258 slots with 12 batches of at least 22 rows (+1 for its saturation pattern); the small
+  // shapes above cover part of them (tests/harness/test_lattice_units.cpp checks the coverage).
+  add(v, "24x24x64x12", "scales", kSuiteSeed);
   // K not a multiple of 64, 128 or 256; M, N multiples of no tile; batches whose inputs differ.
   for (const char* shape : {"17x9x80x3", "129x97x144", "65x33x272x2", "9x129x1040"})
     for (const char* d : {"normal", "uniform", "suspicious"}) add(v, shape, d, kSuiteSeed);

@@ -220,6 +220,28 @@ TEST_CASE("the default suite covers every distribution, ragged shapes, and GPU M
   for (const auto& c : cpu) CHECK(c.shape.str() != "512x4096x7168");
 }
 
+TEST_CASE("the default suite's scales cases carry every finite E4M3 scale code on A, B1 and B2") {
+  // Which decodes are visible there is tests/reference/test_scales.cpp's subject (on these cases).
+  std::set<uint8_t> seen[3];
+  int cases = 0, patterns = 0;
+  for (const auto& c : default_suite("cpu")) {
+    if (c.dist != "scales") continue;
+    ++cases;
+    patterns += c.shape.L >= 2;  // the saturation pattern's batch
+    const Problem p = make_problem(c.shape, c.dist, c.seed);
+    int op = 0;
+    for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2}) seen[op++].insert(sf->begin(), sf->end());
+  }
+  CHECK(cases == 5);
+  CHECK(patterns >= 1);
+  for (int op = 0; op < 3; ++op) {
+    CAPTURE(op);
+    CHECK(seen[op].size() == 254);  // 0x00-0x7E and 0x80-0xFE
+    CHECK_FALSE(seen[op].count(0x7F));
+    CHECK_FALSE(seen[op].count(0xFF));
+  }
+}
+
 TEST_CASE("suite narrowing: --shape replaces shapes, --dist filters, --seed replaces seeds") {
   const auto suite = default_suite("cpu");
   SuiteFilter f;

@@ -2,7 +2,7 @@
 //
 // Determinism per seed, different seeds differ, every name gives a valid Problem (ragged shapes,
 // L > 1, non-negative non-NaN scales except in `suspicious`, which must carry negative, -0 and NaN
-// ones), fresh activations regenerate exactly make_problem's A and SFA, each distribution has its
+// ones, and `scales`, which carries every finite code: tests/reference/test_scales.cpp), fresh activations regenerate exactly make_problem's A and SFA, each distribution has its
 // documented structure, and none
 // is degenerate: a plain double evaluation of C = silu(A*B1^T) * (A*B2^T) (not the exact
 // reference; enough to count inf/NaN/zero outputs) is mostly finite and non-zero up to K = 7168.
@@ -70,13 +70,14 @@ bool same_bytes(const Problem& x, const Problem& y) {
 
 TEST_CASE("names") {
   const std::set<std::string> names(distribution_names().begin(), distribution_names().end());
-  CHECK(names == std::set<std::string>{"normal", "uniform", "edge", "gpumode", "ones", "identity", "suspicious"});
+  CHECK(names == std::set<std::string>{"normal", "uniform", "edge", "gpumode", "ones", "identity", "suspicious",
+                                       "scales"});
   CHECK_THROWS_WITH_AS(make_problem(Shape{1, 1, 16, 1}, "gaussian", 1), doctest::Contains("known: normal"),
                        InputError);
   CHECK_THROWS_AS(make_problem(Shape{1, 1, 24, 1}, "normal", 1), InputError);  // K % 16
 }
 
-TEST_CASE("every distribution: valid, deterministic, seeded, non-negative scales (but suspicious)") {
+TEST_CASE("every distribution: valid, deterministic, seeded, non-negative scales (but suspicious, scales)") {
   for (const auto& name : distribution_names())
     for (const Shape& s : kShapes) {
       CAPTURE(name);
@@ -87,7 +88,10 @@ TEST_CASE("every distribution: valid, deterministic, seeded, non-negative scales
       CHECK(p.alpha1 == 1.0f);
       CHECK(p.alpha2 == 1.0f);
       CHECK(same_bytes(p, make_problem(s, name, 1234)));
-      if (name != "suspicious")
+      if (name == "scales") {
+        for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2})
+          for (uint8_t b : *sf) REQUIRE_FALSE(e4m3_is_nan(b));
+      } else if (name != "suspicious")
         for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2})
           for (uint8_t b : *sf) {
             REQUIRE((b & 0x80) == 0);
@@ -111,7 +115,7 @@ TEST_CASE("the bytes are pinned: a change to a generator must be deliberate") {
       {"normal", 6025381027937861904ull},  {"uniform", 5801555299134041005ull},
       {"edge", 9895916061686911632ull},    {"gpumode", 8702627560142294503ull},
       {"ones", 12153428102781871139ull},   {"identity", 10464223117915774217ull},
-      {"suspicious", 12595679346768348448ull}};
+      {"suspicious", 12595679346768348448ull}, {"scales", 10805440494470191525ull}};
   auto fnv = [](const Problem& p) {
     uint64_t h = 1469598103934665603ull;
     for (const auto* v : {&p.a, &p.b1, &p.b2, &p.sfa, &p.sfb1, &p.sfb2})
