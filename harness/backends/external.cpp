@@ -282,10 +282,12 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
                                                                             : "in-place activations") +
                                           "\n");
   }
-  // The later calls' one call of another shape (submission_driver.py later_calls): its set 0.
-  CaseSpec other;
-  if (other_shape_case(spec.c, other)) {
-    const Problem p = other.make();
+  // The later calls' one call of another shape (submission_driver.py later_calls), which the driver
+  // makes unless it replays its own graph or compiles.
+  bool driver_wraps = false;
+  for (const char* t : {"graph", "compile", "max-autotune"}) driver_wraps = driver_wraps || spec.combo.has(t);
+  if (has_other_shape(spec.c) && !driver_wraps) {
+    const Problem p = make_input_set(spec.c, base, kOtherShapeSet, InputSet::Activations);
     std::filesystem::create_directories(dir + "/other");
     save_case(dir + "/other", p);
     if (p.alpha1 != 1.0f || p.alpha2 != 1.0f)

@@ -425,30 +425,50 @@ def run_trial(ch, args):
 
     def later_calls(kept):
         """LATE_CALLS more calls after the checked ones, in new tensors holding the warm-up's input set
-        (made once, refilled in place): the first call's output and every later one that differs from
-        it are sent for checking (a path taken only after more calls). The middle one is, where the
-        harness wrote DIR/other, a call of another shape (K + 256; set -1), also sent. Then every checked call's output
-        is read again (a caller may keep its outputs: GPU MODE's evaluator checks them after all its
-        calls); one that changed is a note carrying a FAIL. Skipped there: an output in the c of a set
-        a later checked call was handed in place (the driver itself rewrites that c before the call)."""
+        (made once; every call poisons its output and refills its inputs, which are checked after it
+        as a checked call's are): the first call's output and every later one that differs from it are
+        sent for checking (a path taken only after more calls). The middle one is, where the harness
+        wrote DIR/other and the driver does not compile (a recompile and autotune for the other K
+        would eat the run budget), a call of another shape (K + 256; set -1), also sent; an exception
+        there is a note, not a verdict (a kernel may support only the shapes it was tuned for).
+        Then, unless the driver's own CUDA graphs hold the outputs (graph, max-autotune), every checked
+        call's output is read again (a caller may keep its outputs: GPU MODE's evaluator checks them
+        after all its calls); one that changed is a note carrying a FAIL. Skipped there: an output in
+        the c of a set a later checked call was handed in place (the driver rewrites that c first)."""
+        compiled = "compile" in chosen or "max-autotune" in chosen
         extra = Inputs(np, state["arrays"], torch, state["alphas"])
         other_dir = os.path.join(args.dir, "other")  # another shape, K + 256 (external.cpp), if any
         first, sent, noted = None, 0, set()  # (each kind of note once over these calls)
-        made = args.warmup + args.runs + (1 if "compile" in chosen or "max-autotune" in chosen else 0)
+        made = args.warmup + args.runs + (1 if compiled else 0)
         for j in range(LATE_CALLS):
-            other = j == LATE_CALLS // 2 and os.path.isdir(other_dir)
-            target = (Inputs(np, load_arrays(other_dir, np, True), torch, folder_alphas(other_dir, decl.alphas))
-                      if other else extra)
+            other = j == LATE_CALLS // 2 and os.path.isdir(other_dir) and not compiled
+            what = "call %d (new tensors, %s)" % (made + j + 1, "another shape" if other else "the warm-up's input set")
+            if other:
+                target = Inputs(np, load_arrays(other_dir, np, True), torch, folder_alphas(other_dir, decl.alphas))
+            else:
+                target = extra
+                extra.update(state["arrays"], state["alphas"])
             target.poison()
             sync()
-            out = fn(target.data)
-            target.check_output(out)
-            what = "call %d (new tensors, %s)" % (made + j + 1, "another shape" if other else "the warm-up's input set")
+            try:
+                out = fn(target.data)
+                target.check_output(out)
+            except Exception as e:
+                if not other:
+                    raise TrialError("%s: %s: %s" % (what, type(e).__name__, e)) from e
+                ch.send("note", "%s: raised %s: %s (the other shape is not checked)"
+                        % (what, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
+                restore_stream(what, quiet=True)
+                continue
             ordered, _ = read_back(out, what, quiet="unjoined" in noted)
             if state["differ"]:
                 noted.add("unjoined")
             if restore_stream(what, quiet="stream" in noted):
                 noted.add("stream")
+            changed = target.changed_inputs()
+            if changed and "inputs" not in noted:
+                noted.add("inputs")
+                ch.send("note", "%s: %s: %s" % (what, INPUTS_CHANGED, ", ".join(changed)))
             if other or first is None or not np.array_equal(ordered, first):
                 if first is None and not other:
                     first = ordered.copy()
@@ -456,11 +476,13 @@ def run_trial(ch, args):
                     f.write(ordered.tobytes())
                 ch.send("late-output", str(sent), "-1" if other else str(args.runs), str(made + j + 1))
                 sent += 1
+        if "max-autotune" in chosen:  # (its CUDA graphs reuse their output memory: the driver's doing)
+            return
         changed = []
         for i, (what, out, bits, target) in enumerate(kept):
-            if any(later is target for _, _, _, later in kept[i + 1:]) and target.holds(out):
-                continue
             try:
+                if any(later is target for _, _, _, later in kept[i + 1:]) and target.holds(out):
+                    continue
                 _, now = reader.read(out)
                 n = int(np.count_nonzero(now != bits))
                 if n:
@@ -469,9 +491,10 @@ def run_trial(ch, args):
                 changed.append("%s, reading it again raised %s: %s"
                                % (what, type(e).__name__, str(e).splitlines()[0][:200] if str(e) else ""))
         if changed:
+            shown = changed[:4] + (["and %d more calls" % (len(changed) - 4)] if len(changed) > 4 else [])
             ch.send("note", "%s: %s: the output is storage custom_kernel reuses (one buffer returned on every "
                     "call, an earlier call's c used as scratch, a CUDA graph's static output returned); a caller "
-                    "keeping its outputs gets later results in earlier ones" % ("; ".join(changed), OUTPUT_REUSED))
+                    "keeping its outputs gets later results in earlier ones" % (OUTPUT_REUSED, "; ".join(shown)))
 
     ch.stage("run", run)
 

@@ -92,13 +92,6 @@ std::pair<float, float> alpha_factors(int set) {
   return {f1, f2};
 }
 
-bool other_shape_case(const CaseSpec& c, CaseSpec& other) {
-  if (c.from_dir()) return false;
-  other = c;
-  other.shape.K += 256;
-  return true;
-}
-
 namespace {
 
 // Negates one element of A: the first, from a seeded position, whose E2M1 code is not zero and whose
@@ -123,6 +116,12 @@ Problem make_input_set(const CaseSpec& c, const Problem& base, int set, InputSet
   if (set < 0) throw InputError("input set " + std::to_string(set) + " does not exist");
   Problem p = base;
   if (set == 0) return p;
+  if (set == kOtherShapeSet) {
+    if (!has_other_shape(c)) throw InputError("a case directory has no input set of another shape");
+    CaseSpec other = c;
+    other.shape.K += 256;
+    return other.make();
+  }
   const uint64_t s = input_set_seed(c.from_dir() ? 0 : c.seed, set);
   const bool all = mode == InputSet::All;
   if (set == kNearSet) {  // set 0 but one element of A (whatever the mode)

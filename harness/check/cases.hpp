@@ -80,11 +80,13 @@ std::pair<float, float> parse_alphas(const std::string& text);
 uint64_t input_set_seed(uint64_t seed, int set);
 constexpr int kSameActivationsSet = 1;
 constexpr int kNearSet = 2;
-// The case a submission's later calls also run once (submission_driver.py later_calls): a generated
-// case with the same M, N, L, distribution and seed and K + 256, so that state kept from the trial's
-// shape (a plan or workspace cached by the output's shape) meets another K; false for a case
-// directory, which has no other shape.
-bool other_shape_case(const CaseSpec& c, CaseSpec& other);
+// The input set of another shape that a submission's later calls run once (submission_driver.py
+// later_calls): the case generated with the same M, N, L, distribution and seed and K + 256, so that
+// state kept from the trial's shape (a plan or workspace cached by the output's shape) meets another
+// K. A set of the case, not a case of its own (the report lists only the cases asked for). Generated
+// cases only: a case directory has no other shape (make_input_set throws InputError).
+constexpr int kOtherShapeSet = 1000;
+inline bool has_other_shape(const CaseSpec& c) { return !c.from_dir(); }
 // The factors alpha1 and alpha2 of set k > 0 are multiplied by under InputSet::All
 // ({1, 1} for set 0): signs and non-power-of-two magnitudes change, so a path that keeps the
 // alphas it saw at init gives wrong values.

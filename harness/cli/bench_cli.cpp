@@ -344,8 +344,9 @@ void add_bench_members(Json& j, Session& session, const TrialOptions& opt, const
       {"input_sets", opt.runs + 1},
       {"fresh", input_set_name(opt.fresh)},
       {"fresh_inputs", "timed call i gets input set i mod input_sets, written before it (outside the timed region; "
-                       "for a Python submission also one element of A negated, but in each batch's last call); the "
-                       "last timed call's and the last back-to-back call's outputs checked against their own sets' "
+                       "for a Python submission with one element of A negated, and after each batch one more "
+                       "call, not counted, on its set as written); the last such call's (or the last timed "
+                       "call's) and the last back-to-back call's outputs checked against their own sets' "
                        "references"},
       {"flops", "4*M*N*K*L per call"},
       {"per_call", "gpu plain: decode A + GEMM + silu*mul; B1/B2 decoded at init"},

@@ -106,8 +106,7 @@ void check_late(TrialResult& r, const ChildReport& child, const std::vector<Subm
   int other_call = 0;  // the call of another shape, once seen
   for (size_t i = 0; i < child.late_outputs.size() && i < child.late_sets.size(); ++i) {
     const int set = child.late_sets[i], call = child.late_calls[i];
-    CaseSpec other;
-    const bool is_other = set == -1 && other_shape_case(r.spec.c, other);
+    const bool is_other = set == -1 && has_other_shape(r.spec.c);
     if (set != warmup_set(runs) && !is_other) {
       r.outcome = Outcome::Error;
       r.stage = "run";
@@ -115,7 +114,8 @@ void check_late(TrialResult& r, const ChildReport& child, const std::vector<Subm
                   "; expected the warm-up's, " + std::to_string(warmup_set(runs)) + ", or -1 (another shape)";
       return;
     }
-    const auto info = is_other ? cache.get(other) : reference_of(cache, r.spec.c, inputs[size_t(warmup_set(runs))]);
+    const auto info = is_other ? cache.get(r.spec.c, kOtherShapeSet)
+                               : reference_of(cache, r.spec.c, inputs[size_t(warmup_set(runs))]);
     if (is_other) other_call = call;
     if (int64_t(child.late_outputs[i].size()) != info->ref.shape.c_elems()) continue;  // (read_outputs noted it)
     const Comparison c = cache.compare(*info, child.late_outputs[i].data(), call);
@@ -123,7 +123,7 @@ void check_late(TrialResult& r, const ChildReport& child, const std::vector<Subm
     std::ostringstream m;
     m << "call " << call << " of the trial (after the " << runs << " checked calls; new tensors, ";
     if (is_other)
-      m << "another shape, " << other.shape.str() << "): ";
+      m << "another shape, " << info->ref.shape.str() << "): ";
     else
       m << input_set_label(warmup_set(runs), runs) << "): ";
     m << c.over_tolerance << " of " << c.elements << " elements over tolerance";

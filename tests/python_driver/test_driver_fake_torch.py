@@ -197,20 +197,26 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertTrue(float(timing[2]) > 0 and float(timing[7]) > 0, timing)
         sets = [dict(self.sets[0]), dict(self.warm), dict(self.sets[2]), self.warm]
         outputs = [m[1:] for m in msgs if m[0] == "timed-output"]
-        self.assertEqual(outputs, [["0", str((reps - 1) % 4)], ["1", str((b2b_calls - 1) % 4)]])
+        batches = -(-reps // 10)  # one more call per batch (its set as written: the checked output)
+        per_call = reps + batches
+        self.assertEqual(outputs, [["0", str((per_call - 1) % 4)], ["1", str((b2b_calls - 1) % 4)]])
         for index, set_number in outputs:
             bits = np.fromfile(os.path.join(self.dir, "timed%s.f16" % index), dtype=np.uint16)
             got = bits.view(np.float16).reshape(self.L, self.M, self.N)
             assert_close(self, got, reference(sets[int(set_number)]))
         # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
-        timed = calls[5 + LATE_CALLS:5 + LATE_CALLS + reps]  # (after the later calls of stage run)
+        timed = calls[5 + LATE_CALLS:5 + LATE_CALLS + per_call]  # (after the later calls of stage run)
         self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
-        # The timed calls' activations: no two alike but for each batch's last call, which keeps its
-        # set (4 sets rotate), so a result memoized by the inputs' contents cannot answer them.
+        # The counted calls' activations (all but the 11th of each 11): no two alike, and none as a set
+        # was written (4 sets rotate), so a result memoized by the inputs' contents cannot answer them.
         with open(os.path.join(self.dir, "calls-current.jsonl.a")) as f:
-            contents = f.read().split()[5 + LATE_CALLS:5 + LATE_CALLS + reps]
-        self.assertGreaterEqual(len(set(contents)), reps - reps // 10 - 1, contents)
-        b2b = calls[5 + LATE_CALLS + reps:]
+            contents = f.read().split()[5 + LATE_CALLS:5 + LATE_CALLS + per_call]
+        counted = [c for i, c in enumerate(contents) if i % 11 != 10]
+        written = {contents[i] for i in range(10, per_call, 11)}
+        self.assertEqual(len(counted), reps)
+        self.assertEqual(len(set(counted)), reps)
+        self.assertEqual(written & set(counted), set())
+        b2b = calls[5 + LATE_CALLS + per_call:]
         self.assertEqual(len(b2b), b2b_calls)
         self.assertEqual(len({c[0] for c in b2b}), 4)
         self.assertNotIn(calls[0][0], {c[0] for c in b2b})
@@ -218,7 +224,9 @@ class FakeTorchDriverTest(unittest.TestCase):
     def test_inputs_written_by_the_submission_are_flagged_on_every_call(self):
         msgs, _ = self.run_mode("scratch")
         notes = [m[1] for m in msgs if m[0] == "note"]
-        self.assertEqual(len(notes), 3, msgs)
+        self.assertEqual(len(notes), 4, msgs)  # the checked calls', and once for the later calls
+        self.assertTrue(notes[3].startswith("call 6 (new tensors, the warm-up's input set): the inputs it was "
+                                            "handed were changed: sfb1_permuted ("), notes[3])
         size = self.L * 128 * 4 * -(-self.K // 64)  # the tiled buffer: rows and scale columns padded to 128 x 4
         for i, text in enumerate(["in place, input set 0", "new tensors, input set 1", "in place, input set 2"]):
             self.assertTrue(notes[i].startswith("call %d (%s): the inputs it was handed were changed: sfb1_permuted ("
@@ -245,9 +253,9 @@ class FakeTorchDriverTest(unittest.TestCase):
         msgs, calls = self.run_mode("one-buffer")
         notes = [m[1] for m in msgs if m[0] == "note"]
         self.assertEqual(len(notes), 1, msgs)
-        self.assertRegex(notes[0], r"^call 1 \(in place, input set 0\), \d+ of 70 elements; call 2 \(new tensors, "
-                         r"input set 1\), \d+ of 70 elements; call 3 \(in place, input set 2\), \d+ of 70 "
-                         r"elements: output changed by a later call")
+        self.assertRegex(notes[0], r"^output changed by a later call: call 1 \(in place, input set 0\), \d+ of 70 "
+                         r"elements; call 2 \(new tensors, input set 1\), \d+ of 70 elements; call 3 \(in place, "
+                         r"input set 2\), \d+ of 70 elements: the output is storage")
         for i, case in enumerate(self.sets):  # each right when it was read
             assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
         # Returned in data's c, the in-place calls' outputs are rewritten by the driver itself: no note.

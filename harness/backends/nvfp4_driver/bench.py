@@ -2,12 +2,12 @@
 harness's own input sets, speaking the bench part of the trial protocol (harness/trial/trial.hpp):
     timed-output INDEX SET   (DIR/timed<INDEX>.f16 written first)
     timing REPS MEDIAN MIN MEAN STDEV RSE B2B B2B_CALLS
-  per call   the harness's figure: timed call i gets input set i mod (R+1) refilled in place into
-             the warm-up's tensors, outside the timed region, with one element of A negated at a
-             position that moves with i (so a result memoized by the inputs' contents misses: the
-             call pays for its work), except each batch's last call, which keeps its set as the
-             harness wrote it so that the last timed output can be checked; each call is timed
-             alone, from an event on the calling stream to an event recorded after a device-wide synchronize, so
+  per call   the harness's figure: call k gets input set k mod (R+1) refilled in place into the
+             warm-up's tensors, outside the timed region, with one element of A negated at a
+             position that moves with k (so a result memoized by the inputs' contents misses: the
+             call pays for its work); after each batch one more call on its set as the harness
+             wrote it gives the output that is checked and is left out of the figures; each call
+             is timed alone, from an event on the calling stream to an event recorded after a device-wide synchronize, so
              work left running on another stream is counted; the stopping rule of the harness's own
              trials (optimized/plan.hpp measure_calls: batches of 10, median RSE, time and count
              limits) gives REPS, MEDIAN, MIN, MEAN, STDEV, RSE.
@@ -15,7 +15,7 @@ harness's own input sets, speaking the bench part of the trial protocol (harness
              input set, called back to back in one timed region (L2 flushed before it, ended after a
              device-wide synchronize), about 20 ms of calls; B2B is the mean per call (the R+1
              objects repeat, so a memo keyed by contents hits here after the first round).
-The output of the last timed call (INDEX 0) and of the last back-to-back call (INDEX 1) go to the
+The output of the last batch's extra call (INDEX 0) and of the last back-to-back call (INDEX 1) go to the
 parent, which checks each against the reference of its own input set: a time is reported only for a
 trial whose timed outputs pass. Without torch (numpy data) the clock is time.perf_counter, bound at
 import like the stage clock.
@@ -97,24 +97,29 @@ def time_stage(ch, args, inputs, call, reader, np, torch, alphas_of, write_timed
     sync = reader.cuda.synchronize if torch is not None else (lambda: None)
     min_reps = max(1, args.bench_min_reps)
     max_reps = max(min_reps, args.bench_max_reps)
-    times, out, started = [], None, _clock()
+    times, out, started, k = [], None, _clock(), 0
     while True:
         batch = min(TIMING_BATCH, max_reps - len(times))
-        for j in range(batch):
-            arrays, alphas = sets[len(times) % (runs + 1)]
+        for j in range(batch + 1):
+            # The batch's timed calls get one element of A negated; one more call on its set as
+            # written gives the output that is checked, and is not counted.
+            arrays, alphas = sets[k % (runs + 1)]
             inputs.update(arrays, alphas)
-            if j < batch - 1:  # each batch's last call keeps its set as it is: its output can be checked
-                inputs.negate_activation(len(times))
+            timed = j < batch
+            if timed:
+                inputs.negate_activation(k)
             sync()
             seconds, out = timer.region(lambda: call(inputs))
-            times.append(seconds)
+            if timed:
+                times.append(seconds)
+            checked_set, k = k % (runs + 1), k + 1
         done = len(times)
         if done >= max_reps:
             break
         if done >= min_reps and (median_rse(times, median(times)) < args.bench_rse
                                  or _clock() - started > args.bench_max_time):
             break
-    write_timed(0, (len(times) - 1) % (runs + 1), out)
+    write_timed(0, checked_set, out)
 
     med = median(times)
     mean = sum(times) / len(times)

@@ -44,7 +44,8 @@ PREPACKED = ["call 1 (in place, input set 0): " + INPUTS_CHANGED + ": b1 (", "),
              "call 2 (new tensors, input set 1): " + INPUTS_CHANGED, "(custom_kernel, in that call or an earlier "
              "one, wrote into tensors of `data` other than c, which are the caller's"]
 # Outputs overwritten by later calls, though each is right when read at once.
-OUTPUT_REUSED = "output changed by a later call: the output is storage custom_kernel reuses"
+OUTPUT_REUSED = "output changed by a later call: call "
+REUSED_WHY = "the output is storage custom_kernel reuses"
 PLANTED = {
     "cpu": [
         ("cpu/binds_first_arrays.py", "activations", "FAIL", NEW_TENSORS_STALE),
@@ -69,9 +70,9 @@ PLANTED = {
         ("cpu/prepacks_weights_in_place.py", "activations", "FAIL", PREPACKED),
         ("cpu/returns_one_buffer.py", "activations", "FAIL",
          ["call 1 (in place, input set 0), ", "; call 2 (new tensors, input set 1), ",
-          "; call 3 (in place, input set 2), ", OUTPUT_REUSED]),
+          "; call 3 (in place, input set 2), ", OUTPUT_REUSED, REUSED_WHY]),
         ("cpu/scratch_in_earlier_output.py", "activations", "FAIL",
-         ["call 3 (in place, input set 2), ", OUTPUT_REUSED]),
+         ["call 3 (in place, input set 2), ", OUTPUT_REUSED, REUSED_WHY]),
         ("cpu/answers_one_call_late.py", "activations", "FAIL",
          ["calls 1,2,3 of 3", "call 1's output matches the reference of input set 3 (the warm-up's)",
           "call 3's output matches the reference of input set 1, call 2's",
@@ -106,7 +107,7 @@ PLANTED = {
         ("gpu/result_by_data_ptr.py", "all", "FAIL", RESULT_CACHED),
         ("gpu/prepacks_weights_in_place.py", "activations", "FAIL", PREPACKED),
         ("gpu/returns_static_output.py", "activations", "FAIL",
-         ["call 1 (in place, input set 0), ", "; call 2 (new tensors, input set 1), ", OUTPUT_REUSED]),
+         ["call 1 (in place, input set 0), ", "; call 2 (new tensors, input set 1), ", OUTPUT_REUSED, REUSED_WHY]),
         ("gpu/leaves_stream_changed.py", "activations", "FAIL",
          ["call 1 (in place, input set 0): the current CUDA stream was left changed",
           "call 3 (in place, input set 2): the current CUDA stream was left changed"]),
@@ -222,6 +223,19 @@ class PlantedSubmissions(unittest.TestCase):
                     self.assertEqual(trial["outcome"], "FAIL", (path, runs))
                     for phrase in phrases:
                         self.assertIn(phrase, trial["message"])
+            # Eighty checked calls: the note that carries the verdict keeps its marker first.
+            rc, report, out = run_harness("cpu/returns_one_buffer.py", "plain", "activations", 5, ["--runs", "80"],
+                                          shapes=["8x8x32"])
+            for trial in report["trials"]:
+                self.assertEqual(trial["outcome"], "FAIL", out)
+                self.assertIn(OUTPUT_REUSED + "1 (new tensors, input set 0)", trial["message"])
+                self.assertIn("and 76 more calls", trial["message"])
+            # A kernel tuned for its shapes only: the later call of another shape is noted, not judged.
+            rc, report, out = run_harness("cpu/tuned_shapes_only.py", "plain", "activations", 5)
+            self.assertEqual(rc, 0, out)
+            for trial in report["trials"]:
+                self.assertTrue(any("(new tensors, another shape): raised ValueError: no kernel tuned for K=" in n
+                                    for n in trial["notes"]), trial["notes"])
             # The default suite (every distribution, edge scales, NaN scales, overflow, alpha cases)
             # with new weights and alphas on every call.
             rc, report, out = run_harness("cpu/correct_alphas.py", "plain", "all", 4, default_suite=True)
