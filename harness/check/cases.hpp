@@ -27,6 +27,9 @@
 //   set kNearSet (2), either mode, is set 0 with one element of A negated (a nonzero code in a
 //              block of finite, nonzero scale, at a seeded position; if A has none, negate_elements):
 //              one row of C changes, so a result keyed by sampled bytes or part of the inputs is stale.
+//              With --runs 1 or 2 one of them is the warm-up's set (1 or 2), which then shares set 0's
+//              activations or all but one element of them: a path that keeps the warm-up's activations
+//              shows on call 1 in fewer elements, or (--runs 1 --fresh all) not at all.
 // In a trial of R checked calls, checked call i (1-based) uses set i-1 and the warm-up, tune and
 // capture stages use set R, which no checked call uses (plan.hpp: Plan::set_inputs writes a set
 // into the plan's buffers; with InputSet::Activations only A and SFA change, as in an engine).
