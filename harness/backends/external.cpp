@@ -260,8 +260,7 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
   if (!read_stored_set(spec.options.input_store, spec.c, 0, InputSet::Activations, base)) base = spec.c.make();
   const int runs = spec.options.runs;
   const auto calls = submission_calls(spec, *e);
-  auto save = [&](const std::string& sub, const SubmissionCall& k) {
-    const Problem p = submission_input_set(spec, base, k);
+  auto write = [&](const std::string& sub, const Problem& p) {
     const std::string folder = dir + "/" + sub;
     std::filesystem::create_directories(folder);
     save_case(folder, p);
@@ -271,6 +270,9 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
       write_text_file(folder + "/alphas.json",
                       json_text(Json{{"alpha1", double(p.alpha1)}, {"alpha2", double(p.alpha2)}}) + "\n");
     return folder;
+  };
+  auto save = [&](const std::string& sub, const SubmissionCall& k) {
+    return write(sub, submission_input_set(spec, base, k));
   };
   save("case", calls[size_t(runs)]);
   for (int i = 0; i < runs; ++i) {
@@ -286,14 +288,8 @@ void write_submission_inputs(const TrialSpec& spec, const std::string& dir) {
   // makes unless it replays its own graph or compiles.
   bool driver_wraps = false;
   for (const char* t : {"graph", "compile", "max-autotune"}) driver_wraps = driver_wraps || spec.combo.has(t);
-  if (has_other_shape(spec.c) && !driver_wraps) {
-    const Problem p = make_input_set(spec.c, base, kOtherShapeSet, InputSet::Activations);
-    std::filesystem::create_directories(dir + "/other");
-    save_case(dir + "/other", p);
-    if (p.alpha1 != 1.0f || p.alpha2 != 1.0f)
-      write_text_file(dir + "/other/alphas.json",
-                      json_text(Json{{"alpha1", double(p.alpha1)}, {"alpha2", double(p.alpha2)}}) + "\n");
-  }
+  if (has_other_shape(spec.c) && !driver_wraps)
+    write("other", make_input_set(spec.c, base, kOtherShapeSet, InputSet::Activations));
   // Bench trials time calls on sets 0..R in the trial's own mode (submission_driver.py, stage time).
   if (spec.options.bench)
     for (int set = 0; set < runs; ++set) save("bench" + std::to_string(set), submission_timed_set(spec, *e, set));
