@@ -98,7 +98,7 @@ void check_timed(TrialResult& r, const ChildReport& child, ReferenceCache& cache
 
 // A submission's later calls (submission_driver.py later_calls, after the checked calls): on the
 // warm-up's input set, each output the driver sent (those that differ from the first of them), and
-// one call of another shape (set -1: other_shape_case, K + 256), each against its reference. A trial
+// one call of another shape (set -1: kOtherShapeSet, K + 256), each against its reference. A trial
 // whose checked calls passed but one of whose later calls fails is FAIL in stage run.
 void check_late(TrialResult& r, const ChildReport& child, const std::vector<SubmissionCall>& inputs,
                 ReferenceCache& cache) {
