@@ -369,16 +369,16 @@ def run_trial(ch, args):
             return captured
 
     def read_back(out, what, quiet=False):
-        """The output read on the calling stream and after a device-wide synchronize; a difference
-        (work on another stream still writing it) is a note naming `what` (unless quiet)."""
+        """The output read on the calling stream and after a device-wide synchronize, and how many
+        elements differ between the two reads (work on another stream still writing it: a note naming
+        `what`, unless quiet)."""
         ordered, synced = reader.read(out)
         differ = int(np.count_nonzero(ordered != synced))
         if differ and not quiet:
             ch.send("note", "%s: output not complete when the calling stream reached it: work on another stream "
                     "not joined? (%d of %d elements changed after a device-wide synchronize)"
                     % (what, differ, ordered.size))
-        state["differ"] = differ
-        return ordered, synced
+        return ordered, synced, differ
 
     def run():
         handed = [inputs]  # every Inputs of the trial stays alive: no address or id() is reused
@@ -404,7 +404,7 @@ def run_trial(ch, args):
             out = call(target)
             target.check_output(out)
             what = "call %d (%s)" % (i + 1, call_text(kind, folder))
-            ordered, synced = read_back(out, what)
+            ordered, synced, _ = read_back(out, what)
             previous = synced
             restore_stream(what)
             watch_settings(what)
@@ -460,8 +460,8 @@ def run_trial(ch, args):
                         % (what, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else ""))
                 restore_stream(what, quiet=True)
                 continue
-            ordered, _ = read_back(out, what, quiet="unjoined" in noted)
-            if state["differ"]:
+            ordered, _, differ = read_back(out, what, quiet="unjoined" in noted)
+            if differ:
                 noted.add("unjoined")
             if restore_stream(what, quiet="stream" in noted):
                 noted.add("stream")
@@ -500,7 +500,7 @@ def run_trial(ch, args):
 
     def write_timed(index, set_number, out):
         inputs.check_output(out)
-        ordered, _ = read_back(out, "timed output %d (input set %d)" % (index, set_number))
+        ordered, _, _ = read_back(out, "timed output %d (input set %d)" % (index, set_number))
         with open(os.path.join(args.dir, "timed%d.f16" % index), "wb") as f:
             f.write(ordered.tobytes())
         ch.send("timed-output", str(index), str(set_number))

@@ -7,8 +7,9 @@ harness's own input sets, speaking the bench part of the trial protocol (harness
              position that moves with k (so a result memoized by the inputs' contents misses: the
              call pays for its work); after each batch one more call on its set as the harness
              wrote it gives the output that is checked and is left out of the figures; each call
-             is timed alone, from an event on the calling stream to an event recorded after a device-wide synchronize, so
-             work left running on another stream is counted; the stopping rule of the harness's own
+             is timed alone, from an event on the calling stream to an event recorded after a
+             device-wide synchronize, so work left running on another stream is counted; the
+             stopping rule of the harness's own
              trials (optimized/plan.hpp measure_calls: batches of 10, median RSE, time and count
              limits) gives REPS, MEDIAN, MIN, MEAN, STDEV, RSE.
   b2b        GPU MODE's figure: a list of distinct `data` objects of newly allocated tensors, one per
