@@ -57,11 +57,22 @@ bool is_u64(const std::string& s) {
   return true;
 }
 
-// Whether two paths name the same existing file.
+// Whether two paths name the same existing file: the same device and inode, so ./x, x, a hard
+// link and a symbolic link to it all match.
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa, sb;
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
+}
+
+// Whether two output paths will be one file: same_file when both exist, else the same absolute
+// path once ".", ".." and the symbolic links of its existing part are resolved.
+bool same_output(const std::string& a, const std::string& b) {
+  if (same_file(a, b)) return true;
+  std::error_code e1, e2;
+  const auto ca = std::filesystem::weakly_canonical(std::filesystem::absolute(a, e1), e1);
+  const auto cb = std::filesystem::weakly_canonical(std::filesystem::absolute(b, e2), e2);
+  return !e1 && !e2 && ca.lexically_normal() == cb.lexically_normal();
 }
 
 std::string in_dir(const std::string& dir, const std::string& file) {
@@ -158,6 +169,46 @@ RunPolicy run_policy(const po::variables_map& vm) {
   return p;
 }
 
+namespace {
+
+// No output is a file this run reads, and no two outputs are one file: a report or C written
+// over a case file, the c.npy or --check file being judged, a plugin, a submission, a report
+// being merged or rendered or the autotune cache would destroy the user's own data (the case's
+// c.npy would silently become the reference it is checked against).
+void check_outputs_spare_inputs(const po::variables_map& vm) {
+  std::vector<std::pair<std::string, std::string>> inputs;  // (path, what it is, for the message)
+  if (vm.count("inputs")) {
+    const std::string dir = get<std::string>(vm, "inputs");
+    for (const char* f : kCaseFiles) inputs.push_back({in_dir(dir, f), std::string("the case's input ") + f});
+    inputs.push_back({in_dir(dir, "c.npy"), "the case's input c.npy (the output checked when no --check is given)"});
+  }
+  if (vm.count("check")) inputs.push_back({get<std::string>(vm, "check"), "the --check file (the output being checked)"});
+  for (const char* many : {"plugin", "submission", "merge", "report-html"})
+    if (vm.count(many))
+      for (const auto& path : get<std::vector<std::string>>(vm, many))
+        inputs.push_back({path, many == std::string("report-html") ? "a report this render reads"
+                                : many == std::string("merge")     ? "a shard report this merge reads"
+                                                                   : std::string("the --") + many + " file"});
+  if (vm.count("task")) inputs.push_back({get<std::string>(vm, "task"), "the --task file"});
+  if (vm.count("tune-cache"))
+    inputs.push_back({autotune_cache_file(get<std::string>(vm, "tune-cache")), "the --tune-cache directory's cache file"});
+  std::vector<std::string> seen;  // the outputs before this one
+  for (const char* out : {"json", "save-output", "bench-json", "junit", "html"}) {
+    if (!vm.count(out)) continue;
+    const std::string path = get<std::string>(vm, out), opt = std::string("--") + out;
+    for (const auto& [in, what] : inputs)
+      if (same_file(path, in))
+        refuse(opt + " " + path + ": is " + what + "; it would be overwritten (name another file)");
+    for (const auto& other : seen)
+      if (!(other == "json" && out == std::string("bench-json")) &&  // two names of one report: bench_cli refuses
+          same_output(path, get<std::string>(vm, other.c_str())))
+        refuse("--" + other + " and " + opt + " name the same file " + path + ": give each output a file of its own");
+    seen.push_back(out);
+  }
+}
+
+}  // namespace
+
 void check_paths(const po::variables_map& vm) {
   for (const char* out : {"json", "save-output", "junit", "html", "bench-json"}) {
     if (!vm.count(out)) continue;
@@ -165,10 +216,6 @@ void check_paths(const po::variables_map& vm) {
     const std::string why = output_file_problem(path);
     if (!why.empty()) refuse(std::string("--") + out + " " + path + ": " + why);
   }
-  if (vm.count("json") && vm.count("save-output") &&
-      (get<std::string>(vm, "json") == get<std::string>(vm, "save-output") ||
-       same_file(get<std::string>(vm, "json"), get<std::string>(vm, "save-output"))))
-    refuse("--json and --save-output name the same file " + get<std::string>(vm, "json"));
   // Outside paths: each names an existing readable regular file. The library or module is opened
   // only in trial children (a load that fails there is that trial's ERROR), but a path that names
   // nothing, a directory or a FIFO is the user's mistake, refused here before any work.
@@ -189,14 +236,11 @@ void check_paths(const po::variables_map& vm) {
   if (vm.count("inputs")) {
     const std::string dir = get<std::string>(vm, "inputs");
     const std::string why = directory_problem(dir, false, false);
-    if (!why.empty()) refuse("--inputs " + dir + ": " + why);
-    // Outputs never overwrite the case's own inputs.
-    for (const char* out : {"json", "save-output", "junit", "html"})
-      if (vm.count(out))
-        for (const char* f : kCaseFiles)
-          if (same_file(get<std::string>(vm, out), in_dir(dir, f)))
-            refuse(std::string("--") + out + " " + get<std::string>(vm, out) + ": is the case's input " + f +
-                   " (it would be overwritten)");
+    if (!why.empty()) {
+      const bool npz = dir.size() > 4 && dir.compare(dir.size() - 4, 4, ".npz") == 0;
+      refuse("--inputs " + dir + ": " + why + " (a case directory holds a.npy b1.npy b2.npy sfa.npy sfb1.npy sfb2.npy" +
+             (npz ? "; from an .npz archive: np.savez's arrays, each saved with np.save as DIR/NAME.npy)" : ")"));
+    }
   }
   if (vm.count("tune-cache")) {
     const std::string dir = get<std::string>(vm, "tune-cache");
@@ -214,6 +258,7 @@ void check_paths(const po::variables_map& vm) {
       if (!why.empty()) refuse("--tune-cache " + dir + ": its cache file " + file + " " + why);
     }
   }
+  check_outputs_spare_inputs(vm);
 }
 
 void check_case_output(const std::string& inputs_dir, const std::string& c_npy) {

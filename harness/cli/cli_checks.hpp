@@ -8,8 +8,11 @@
 //               (--seed -1 is refused, not wrapped to 2^64-1)
 //   values      lists with no empty item, known shapes and distributions, faults whose :if=COMBO
 //               is a combination some backend has, ranges of counts, budgets and limits
-//   paths       outputs (--json, --save-output): an existing regular file or a new name in an
-//               existing directory, never a directory, FIFO, socket or device (the type is named);
+//   paths       outputs (--json, --save-output, --junit, --html, --bench-json): an existing regular
+//               file or a new name in an existing directory, never a directory, FIFO, socket or device
+//               (the type is named), never a file the run reads (case files and c.npy, --check,
+//               plugins, submissions, --task, reports merged or rendered, the autotune cache; by file
+//               identity) and never another output's file;
 //               inputs (--inputs, --check, a c.npy in the case directory, --tune-cache and the
 //               cache file in it): existing, readable and of the right type
 //   memory      the bytes a shape needs (the parent's exact reference with its abs sums, a trial
