@@ -256,11 +256,17 @@ int check_mode(const po::variables_map& vm, const CaseSpec& c) {
     throw InputError("harness check writes its report with --json; --junit and --html are for runs of paths");
   std::string check = vm.count("check") ? vm["check"].as<std::string>() : "";
   const std::string save_path = vm.count("save-output") ? vm["save-output"].as<std::string>() : "";
-  if (check.empty() && save_path.empty()) {
-    struct stat st;
-    if (::lstat((c.inputs_dir + "/c.npy").c_str(), &st) == 0) {
-      check = c.inputs_dir + "/c.npy";
+  // A c.npy in the directory is checked whenever no --check names another output, --save-output
+  // or not (check_paths refused a --save-output or --json that is this c.npy).
+  const std::string case_c = c.inputs_dir + (c.inputs_dir.empty() || c.inputs_dir.back() == '/' ? "" : "/") + "c.npy";
+  struct stat st;
+  if (::lstat(case_c.c_str(), &st) == 0) {
+    ::stat(case_c.c_str(), &st);  // the file a link names, to compare with --check's
+    if (check.empty()) {
+      check = case_c;
       check_case_output(c.inputs_dir, check);  // never opened when it is a FIFO or a device
+    } else if (struct stat cs; ::stat(check.c_str(), &cs) != 0 || cs.st_dev != st.st_dev || cs.st_ino != st.st_ino) {
+      std::cout << "note: " << case_c << " not checked (--check names " << check << ")\n";
     }
   }
   if (check.empty() && save_path.empty())
