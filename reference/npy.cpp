@@ -7,8 +7,9 @@
 // tokenizer (no eval, no recursion), refuses anything else, and checks the data length exactly
 // against the file's size before any data is read: data shorter than the header promises
 // (truncated) or longer (trailing bytes) is an error, and a header longer than 1 MiB is refused.
-// Accepted descr strings: '|u1' (also '<u1' and '>u1', byte order meaning nothing for one byte),
-// '<f2', '<f4', '<f8'. Big-endian floats ('>f4') are refused with a hint, as is everything else.
+// Accepted descr strings: '|u1' (also '<u1', '>u1', '=u1', 'u1', 'B' and 'uint8': numpy reads them
+// all as uint8, byte order meaning nothing for one byte), the same spellings of int8 ('|i1', 'b',
+// ...), '<f2', '<f4', '<f8'. Big-endian floats ('>f4') are refused with a hint, as is everything else.
 // Fortran-order data is transposed to C order on read; writing is always C order, version 1.0.
 #include "npy.hpp"
 
@@ -25,6 +26,7 @@ namespace nvfp4 {
 const char* npy_type_name(NpyType t) {
   switch (t) {
     case NpyType::U8: return "uint8";
+    case NpyType::I8: return "int8";
     case NpyType::F16: return "float16";
     case NpyType::F32: return "float32";
     case NpyType::F64: return "float64";
@@ -35,6 +37,7 @@ const char* npy_type_name(NpyType t) {
 size_t npy_type_size(NpyType t) {
   switch (t) {
     case NpyType::U8: return 1;
+    case NpyType::I8: return 1;
     case NpyType::F16: return 2;
     case NpyType::F32: return 4;
     case NpyType::F64: return 8;
@@ -45,6 +48,7 @@ size_t npy_type_size(NpyType t) {
 static const char* npy_descr(NpyType t) {
   switch (t) {
     case NpyType::U8: return "|u1";
+    case NpyType::I8: return "|i1";
     case NpyType::F16: return "<f2";
     case NpyType::F32: return "<f4";
     case NpyType::F64: return "<f8";
@@ -180,17 +184,13 @@ class HeaderParser {
 };
 
 NpyType parse_descr(const std::string& d, const std::string& name) {
-  if (d == "|u1" || d == "<u1" || d == ">u1") return NpyType::U8;
-  if (d == "<f2") return NpyType::F16;
-  if (d == "<f4") return NpyType::F32;
-  if (d == "<f8") return NpyType::F64;
+  NpyType t;
+  if (npy_descr_type(d, &t)) return t;
   if (d.size() == 3 && d[0] == '>' && d[1] == 'f')
     fail(name, "big-endian dtype '" + d + "' is not supported; save it little-endian (arr.astype('<" + d.substr(1) +
                    "'))");
   std::string hint;
-  if (d == "|i1" || d == "<i1" || d == ">i1" || d == "i1")
-    hint = "; packed FP4 codes and E4M3 scale bytes are unsigned bytes: save arr.view(np.uint8)";
-  else if (d.size() >= 2 && (d[0] == '|' || d[0] == '<' || d[0] == '>') && d[1] == 'V')
+  if (d.size() >= 2 && (d[0] == '|' || d[0] == '<' || d[0] == '>') && d[1] == 'V')
     hint = "; a void (raw bytes) dtype is what numpy writes for ml_dtypes' float8 and float4 arrays: save "
            "arr.view(np.uint8) (a float4_e2m1fn array holds one code per byte: pack two per byte first, "
            "element 2j in the low nibble)";
@@ -205,6 +205,19 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 }  // namespace
+
+std::string npy_printable(const std::string& s) { return printable(s); }
+
+bool npy_descr_type(const std::string& d, NpyType* type) {
+  // One-byte types: any byte-order mark or none, the kind and size or numpy's one-letter code.
+  const std::string body = !d.empty() && (d[0] == '|' || d[0] == '<' || d[0] == '>' || d[0] == '=') ? d.substr(1) : d;
+  if (body == "u1" || body == "B" || d == "uint8") return *type = NpyType::U8, true;
+  if (body == "i1" || body == "b" || d == "int8") return *type = NpyType::I8, true;
+  if (d == "<f2") return *type = NpyType::F16, true;
+  if (d == "<f4") return *type = NpyType::F32, true;
+  if (d == "<f8") return *type = NpyType::F64, true;
+  return false;
+}
 
 int64_t NpyHeader::count() const {
   int64_t n = 1;
@@ -239,9 +252,10 @@ size_t npy_header_end(const uint8_t* bytes, size_t size, uint64_t file_size, con
   return pos + header_len;
 }
 
-NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& name) {
-  const size_t end = npy_header_end(bytes, size, file_size, name);
-  if (size < end) throw std::logic_error(name + ": parse_npy_header needs the whole header in memory");
+namespace {
+
+// The header dict of a whole header in memory (npy_header_end checked its extent), not judged.
+NpyDict parse_dict(const uint8_t* bytes, size_t end, const std::string& name) {
   const size_t pos = bytes[6] == 1 ? 10 : 12;
   const char* hbeg = reinterpret_cast<const char*>(bytes + pos);
   const char* hend = reinterpret_cast<const char*>(bytes + end);
@@ -279,9 +293,19 @@ NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size
   if (!have_descr || !have_order || !have_shape)
     fail(name, std::string("malformed header: missing key '") +
                    (!have_descr ? "descr" : !have_order ? "fortran_order" : "shape") + "'");
+  return NpyDict{descr, fortran, shape};
+}
 
+}  // namespace
+
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& name) {
+  const size_t end = npy_header_end(bytes, size, file_size, name);
+  if (size < end) throw std::logic_error(name + ": parse_npy_header needs the whole header in memory");
+  const NpyDict dict = parse_dict(bytes, end, name);
+  const std::vector<int64_t>& shape = dict.shape;
+  const bool fortran = dict.fortran_order;
   NpyHeader h;
-  h.type = parse_descr(descr, name);
+  h.type = parse_descr(dict.descr, name);
   if (shape.empty() || shape.size() > kMaxDims)
     fail(name, "array has " + std::to_string(shape.size()) + " dimensions " + shape_str(shape) +
                    "; 1 to 3 are supported");
@@ -331,8 +355,8 @@ void store_c_order(const NpyHeader& h, const uint8_t* data, NpyArray& arr) {
       }
 }
 
-// Reads the header of an open file (never past it); the file is left positioned at the data.
-NpyHeader read_header(UserFile& f) {
+// The header bytes of an open file (never past them); the file is left positioned at the data.
+std::vector<uint8_t> read_header_bytes(UserFile& f) {
   const uint64_t file_size = f.size();
   std::vector<uint8_t> head(size_t(std::min<uint64_t>(file_size, 10)));
   f.read_exact(head.data(), head.size());
@@ -344,7 +368,12 @@ NpyHeader read_header(UserFile& f) {
   const size_t have = head.size();
   head.resize(end);
   f.read_exact(head.data() + have, end - have);
-  return parse_npy_header(head.data(), head.size(), file_size, f.path());
+  return head;
+}
+
+NpyHeader read_header(UserFile& f) {
+  const std::vector<uint8_t> head = read_header_bytes(f);
+  return parse_npy_header(head.data(), head.size(), f.size(), f.path());
 }
 
 }  // namespace
@@ -354,6 +383,12 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
   NpyArray arr;
   store_c_order(h, bytes + h.data_offset, arr);
   return arr;
+}
+
+NpyDict read_npy_dict(const std::string& path) {
+  UserFile f = UserFile::open_read(path);
+  const std::vector<uint8_t> head = read_header_bytes(f);
+  return parse_dict(head.data(), head.size(), f.path());
 }
 
 NpyHeader read_npy_header(const std::string& path) {

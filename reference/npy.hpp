@@ -1,6 +1,8 @@
 // npy.hpp — reading and writing NumPy .npy files (format versions 1.0, 2.0, 3.0).
 //
-// Supported element types: uint8 ('|u1'), float16 ('<f2'), float32 ('<f4'), float64 ('<f8');
+// Supported element types: uint8 ('|u1' and the other spellings numpy reads as uint8: 'u1', '=u1',
+// 'B', ...), int8 ('|i1', ...: the same bytes, for callers that take raw bytes), float16 ('<f2'),
+// float32 ('<f4'), float64 ('<f8');
 // C and Fortran order; 1 to 3 dimensions. Arrays are returned in C order whatever the file's
 // order. Every malformed, truncated or unsupported file throws InputError naming the file and
 // the problem; nothing here crashes on hostile bytes (tests/fuzz/fuzz_npy.cpp fuzzes it).
@@ -16,8 +18,8 @@
 
 namespace nvfp4 {
 
-enum class NpyType { U8, F16, F32, F64 };
-const char* npy_type_name(NpyType t);  // "uint8", "float16", ...
+enum class NpyType { U8, I8, F16, F32, F64 };
+const char* npy_type_name(NpyType t);  // "uint8", "int8", "float16", ...
 size_t npy_type_size(NpyType t);
 
 struct NpyArray {
@@ -36,6 +38,20 @@ struct NpyHeader {
   size_t data_bytes = 0;       // exactly what follows the header
   int64_t count() const;
 };
+
+// A header's fields as written, parsed but not judged: any descr, 0 to 16 dimensions, the data
+// length not compared with the file. For callers that know a file's role and can say what a
+// refused dtype or shape should have been (case_dir.cpp); a malformed header still throws.
+struct NpyDict {
+  std::string descr;  // as written, e.g. "|u1", "<V2"
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+NpyDict read_npy_dict(const std::string& path);
+// The element type a descr names, or false when this reader does not support it.
+bool npy_descr_type(const std::string& descr, NpyType* type);
+// Header text (a descr, a key) as it may appear in a message: one line, non-printables escaped.
+std::string npy_printable(const std::string& s);
 
 // Headers longer than this are refused (NumPy writes at most a few hundred bytes).
 constexpr size_t kNpyMaxHeaderBytes = size_t(1) << 20;
