@@ -62,6 +62,14 @@ def as_bytes(x, name, scales):
             why = f" ({kind} stores other values in its bytes; they would be decoded wrongly)"
             if kind == "float4_e2m1fn":
                 why = " (one E2M1 value per byte: pack two per byte first)"
+        elif scales and a.dtype.kind == "f":
+            why = (" (this array holds the scales' values: convert them to E4M3 and pass its bytes, e.g. "
+                   "x.astype(ml_dtypes.float8_e4m3fn) or torch's t.to(torch.float8_e4m3fn); the bytes of a float "
+                   "array are not E4M3 codes)")
+        elif not scales and a.dtype.kind == "f":
+            why = " (this array holds decoded values: nvfp4_dual.quantize gives the packed bytes and the scales)"
+        elif not scales and a.dtype.kind in "ui":
+            why = " (if each element holds one byte, pass x.astype(np.uint8))"
         raise InputError(f"{name}: dtype {kind}, expected {what}{why}")
     if a.dtype.itemsize != 1:
         raise InputError(f"{name}: dtype {a.dtype}, expected one-byte elements")
@@ -77,7 +85,9 @@ def as_fp16_bits(x, name="c"):
         return a.view(np.uint16)
     if a.dtype == np.uint16:
         return a
-    raise InputError(f"{name}: dtype {a.dtype}, expected float16 (the kernel's fp16 output)")
+    kind = torch_dtype_name(x) or a.dtype.name
+    raise InputError(f"{name}: dtype {kind}, expected float16 (the kernel's fp16 output): convert with "
+                     f"x.astype(np.float16) (torch: t.half())")
 
 
 def batch_first(a, name, batch_last):
@@ -102,40 +112,93 @@ def to_caller_order(x, two_d, batch_last):
     return np.moveaxis(x, 0, 2) if batch_last else x
 
 
+def _blocked_bytes(rows, K):
+    """Bytes of one (rows, K/16) scale matrix in the 128x4 blocked layout (docs/design.md §1.4)."""
+    return -(-rows // 128) * -(-(K // 16) // 4) * 512
+
+
+def _shapes_agree(shapes, batch_last):
+    """Whether six raw shapes (a, b1, b2, sfa, sfb1, sfb2) describe one problem when their 3-D
+    arrays are read (rows, cols, L) (`batch_last`) or (L, rows, cols)."""
+    if any(len(s) not in (2, 3) for s in shapes):
+        return False
+    lrc = [(1,) + tuple(s) if len(s) == 2 else (s[2], s[0], s[1]) if batch_last else tuple(s) for s in shapes]
+    (La, M, ca), (L1, N, c1), (L2, N2, c2), (Ls, Ms, cs), (Ls1, Ns1, cs1), (Ls2, Ns2, cs2) = lrc
+    K = 2 * ca
+    return (K % 16 == 0 and La == L1 == L2 == Ls == Ls1 == Ls2 and c1 == c2 == ca and N2 == N and Ms == M
+            and Ns1 == Ns2 == N and cs == cs1 == cs2 == K // 16)
+
+
 def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
     """The six inputs batch-first and checked against each other (the checks of a case directory,
-    naming the argument that disagrees). Returns (arrays, (L, M, N, K), two_d)."""
+    naming the argument that disagrees, and what the arguments most likely are when it can tell:
+    blocked or permuted scales, unpacked FP4, the other batch order). Returns (arrays, (L, M, N, K), two_d)."""
     names = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
     raw = [as_bytes(x, n, n.startswith("sf")) for x, n in zip((a, b1, b2, sfa, sfb1, sfb2), names)]
     two_d = raw[0].ndim == 2
-    A, B1, B2, SA, SB1, SB2 = (batch_first(x, n, batch_last) for x, n in zip(raw, names))
+    A, B1, B2 = (batch_first(x, n, batch_last) for x, n in zip(raw[:3], names[:3]))
     L, M, K = A.shape[0], A.shape[1], 2 * A.shape[2]
     N = B1.shape[1]
+    for x, n, rows in zip(raw[3:], names[3:], (M, N, N)):
+        # GPU MODE's scale layouts, as to_blocked / to_cute_permuted give them: named, with the way back.
+        if x.ndim == 6 and x.shape[:2] == (32, 4) and x.shape[3] == 4:
+            raise InputError(f"{n}: shape {x.shape} is GPU MODE's CuTe-permuted view (32, 4, Rt, 4, Ct, L) of the "
+                             f"128x4 blocked layout: pass the plain layout, nvfp4_dual.from_cute_permuted({n}, "
+                             f"{rows}, {K // 16})")
+        if x.ndim == 1 and K % 16 == 0 and x.size == L * _blocked_bytes(rows, K):
+            raise InputError(f"{n}: shape {x.shape} has 1 dimension(s); its {x.size} bytes are the 128x4 blocked "
+                             f"layout's for (rows, K/16) = ({rows}, {K // 16}): pass the plain layout, "
+                             f"nvfp4_dual.from_blocked({n}, {rows}, {K // 16})")
+    SA, SB1, SB2 = (batch_first(x, n, batch_last) for x, n in zip(raw[3:], names[3:]))
+    # Arrays that disagree in this order but agree in the other: every refusal below says so.
+    shapes = [x.shape for x in raw]
+    order = ""
+    if any(x.ndim == 3 for x in raw) and not _shapes_agree(shapes, batch_last) and _shapes_agree(shapes, not batch_last):
+        order = ("; the six arrays agree read batch-first, (L, rows, cols): drop batch_last=True" if batch_last else
+                 "; the six arrays agree read as (rows, cols, L), GPU MODE's order: pass batch_last=True")
+
+    def refuse(msg):
+        raise InputError(msg + order)
+
     ks = f"K = {K} (from a, {A.shape[2]} bytes per row)"
     if K % 16:
         hint = ""
         if raw[0].ndim == 3 and not batch_last:
             hint = ("; read batch-first as (L, rows, cols): for GPU MODE's (rows, cols, L) order pass "
                     "batch_last=True")
-        raise InputError(f"a: {ks} is not a multiple of 16 (one E4M3 scale per 16 elements){hint}")
-    for x, n in zip((B1, B2, SA, SB1, SB2), names[1:]):
+        raise InputError(f"a: {ks} is not a multiple of 16 (one E4M3 scale per 16 elements){hint or order}")
+
+    def blocked_hint(x, rows):
+        # As many bytes as the 128 x 4 blocked layout of its matrix: most likely saved in it.
+        blocked = L * _blocked_bytes(rows, K)
+        return (f"; its {blocked} bytes are the 128x4 blocked layout's: pass the plain (rows, K/16) layout "
+                f"(nvfp4_dual.from_blocked converts)") if x.size == blocked else ""
+
+    for x, n, rows in zip((B1, B2, SA, SB1, SB2), names[1:], (N, N, M, N, N)):
         if x.shape[0] != L:
-            hint = " (batch-last order)" if batch_last else " (batch-first order; pass batch_last=True for (rows, cols, L))"
-            raise InputError(f"{n}: L = {x.shape[0]} but a has L = {L}{hint}")
+            blocked = blocked_hint(x, rows) if n.startswith("sf") else ""
+            where = (" (batch-last order)" if batch_last else " (batch-first order)" if order or blocked else
+                     " (batch-first order; pass batch_last=True for (rows, cols, L) arrays)")
+            refuse(f"{n}: L = {x.shape[0]} but a has L = {L}{where}{blocked}")
+    # Unpacked FP4 (one code per byte, as ml_dtypes' float4_e2m1fn viewed as uint8): twice the bytes
+    # per row that the scales imply. Named before the scales are blamed for K.
+    scales_agree = SA.shape[2] == SB1.shape[2] == SB2.shape[2]  # else the scales are what is wrong
+    for x, sf, n in ((A, SA, "a"), (B1, SB1, "b1"), (B2, SB2, "b2")):
+        if scales_agree and x.shape[1] == sf.shape[1] and x.shape[2] == 16 * sf.shape[2]:
+            refuse(f"{n}: holds {x.shape[2]} bytes per row, twice the {8 * sf.shape[2]} that its {sf.shape[2]} "
+                   f"scales per row imply (K = {16 * sf.shape[2]}): one FP4 code per byte? pack two codes per byte "
+                   f"(element 2j in the low nibble)")
     for x, n in ((B1, "b1"), (B2, "b2")):
         if x.shape[2] != A.shape[2]:
-            raise InputError(f"{n}: {x.shape[2]} bytes per row (K = {2 * x.shape[2]}), but {ks}")
+            refuse(f"{n}: {x.shape[2]} bytes per row (K = {2 * x.shape[2]}), but {ks}")
     if B2.shape[1] != N:
-        raise InputError(f"b2: N = {B2.shape[1]} rows, but b1 has N = {N}")
+        refuse(f"b2: N = {B2.shape[1]} rows, but b1 has N = {N}")
     for x, n, rows, src in ((SA, "sfa", M, "a"), (SB1, "sfb1", N, "b1"), (SB2, "sfb2", N, "b1")):
-        # As many bytes as the 128 x 4 blocked layout of its matrix: most likely saved in it.
-        blocked = L * -(-rows // 128) * -(-(K // 16) // 4) * 512
-        hint = (f"; its {blocked} bytes are the 128x4 blocked layout's: pass the plain (rows, K/16) layout "
-                f"(nvfp4_dual.from_blocked converts)") if x.size == blocked else ""
+        hint = blocked_hint(x, rows)
         if x.shape[1] != rows:
-            raise InputError(f"{n}: {x.shape[1]} rows, but {src} has {rows}{hint}")
+            refuse(f"{n}: {x.shape[1]} rows, but {src} has {rows}{hint}")
         if x.shape[2] != K // 16:
-            raise InputError(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}{hint}")
+            refuse(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}{hint}")
     return (A, B1, B2, SA, SB1, SB2), (L, M, N, K), two_d
 
 
@@ -143,10 +206,14 @@ def output_bits(c, shape, batch_last):
     """The output as (L, M, N) uint16, checked against the problem's shape."""
     L, M, N, _ = shape
     bits = as_fp16_bits(c)
-    ok = (L == 1 and bits.shape == (M, N)) or bits.shape == ((M, N, L) if batch_last else (L, M, N))
+    # With L = 1 the three orders hold the same values: (M, N), (1, M, N) and (M, N, 1) all fit.
+    ok = ((L == 1 and bits.shape in ((M, N), (1, M, N), (M, N, 1)))
+          or bits.shape == ((M, N, L) if batch_last else (L, M, N)))
     if not ok:
         want = (M, N, L) if batch_last else (L, M, N)
         alt = f" or {(M, N)}" if L == 1 else ""
         raise InputError(f"c: shape {bits.shape} does not match the problem: expected {want}{alt}"
                          + (" (batch-last)" if batch_last else ""))
+    if L == 1:
+        return np.ascontiguousarray(bits.reshape(1, M, N))
     return batch_first(bits, "c", batch_last)
