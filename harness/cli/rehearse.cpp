@@ -226,14 +226,14 @@ Plan plan_rehearsal(const po::variables_map& vm) {
                                  : (std::filesystem::path(p.sub.driver).parent_path() / "nvfp4_driver" / "tasks" /
                                     "nvfp4_dual_gemm.json")
                                        .string();
-  if (vm.count("json")) {  // the report is written at the end: never over a file the rehearsal reads
-    const std::string out = vm["json"].as<std::string>();
-    for (const auto& [what, in] : {std::pair<const char*, std::string>{"--submission", p.sub.path},
-                                   {"--task", p.task_file}, {"the submission driver", p.sub.driver}})
-      if (same_file(out, in))
-        throw InputError("--json " + out + ": is the same file as " + what + " " + in +
+  // The report is written at the end: never over a file the rehearsal reads. check_paths refused
+  // --json over --submission and --task; the driver and the default task file are found here.
+  if (vm.count("json"))
+    for (const auto& [what, in] : {std::pair<const char*, std::string>{"the submission driver", p.sub.driver},
+                                   {"the default task file", vm.count("task") ? std::string() : p.task_file}})
+      if (!in.empty() && same_file(vm["json"].as<std::string>(), in))
+        throw InputError("--json " + vm["json"].as<std::string>() + ": is " + what + " " + in +
                          "; the report would overwrite it (name another file)");
-  }
   check_task(p);
   return p;
 }

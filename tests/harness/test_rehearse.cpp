@@ -455,9 +455,9 @@ TEST_CASE("bad usage and bad submissions are refused with exit 2 before any chil
       {"rehearse gpumode --submission " + sub("correct") + " --task " + fifo, "FIFO"},
       // --json never names an input: the report is written last, over whatever the path holds.
       {"rehearse gpumode --submission " + sub_copy + " --task " + kTask + " --json " + sub_copy,
-       "is the same file as --submission"},
+       "is the --submission file; it would be overwritten"},
       {"rehearse gpumode --submission " + sub("correct") + " --task " + task_link + " --json " + task_copy,
-       "is the same file as --task"},
+       "is the --task file; it would be overwritten"},
       // Every value of a task file, by field.
       {"rehearse gpumode" + task_with(iterations, "\"iterations_per_benchmark\": 0"),
        "evaluator.iterations_per_benchmark must be an integer in [1, 10000] (got 0)"},
