@@ -31,6 +31,8 @@
 //          0 and 1 issue the TMA loads between the helper's steps
 //   q3, q1 timing only: the product's loop with three or one of each thread's four decode8 per
 //          stage (the others' words are copies): how the loop's rate follows the decode's share
+// Registers: producer / consumer 56 / 152 as in the product, 24 / 160 for the pair variants (their
+// third fragment set spilled at 152).
 // "+chk" runs also compare G and U of 4096 sampled outputs with a double-precision sum on the host
 // (the decode and the products are exact, so only fp32 summation error may remain).
 //
