@@ -35,6 +35,8 @@ if [ -x "$build/fused_probe" ]; then cp "$build/fused_probe" "$dist/"; fi
 if [ -x "$build/ss_probe" ]; then cp "$build/ss_probe" "$dist/"; fi
 # The cluster-shared weight decode's probe (tools/xs_probe.cu, docs/fused-kernel.md v5p).
 if [ -x "$build/xs_probe" ]; then cp "$build/xs_probe" "$dist/"; fi
+# The 256-row epilogue alone (tools/epi_probe.cu).
+if [ -x "$build/epi_probe" ]; then cp "$build/epi_probe" "$dist/"; fi
 if [ -n "${3:-}" ]; then
   mkdir -p "$dist/base/paths"
   cp "$3/harness" "$dist/base/"

@@ -1,0 +1,153 @@
+// epi_probe.cu — the measurement behind docs/fused-kernel.md "Where the time goes now" (the 256-row
+// epilogue): the v5 epilogue's silu·mul and staging alone, timed in SM clocks; a tool, not part of
+// the product.
+//
+// Each of the SMs' CTAs has the 256-row tiles' thread layout (a producer warpgroup that leaves at
+// once, two consumer warpgroups at 216 registers) and 128 fp32 accumulators per consumer thread,
+// loaded from global memory and all arrived before the clock starts; it then does what
+// v5_epilogue.cuh does for 64 outputs per thread (silu_mul<RcpDivide>, fp16, 16-bit stores into the
+// padded staging tile) between two barriers of the 256 consumers, and reports the clocks between
+// them (median and maximum over CTAs and 11 launches). Variants: "product"; "paired cvt" (two
+// outputs per conversion instruction); and, timing only, without the exp, without the division,
+// without either.
+//
+// Build: CMake target epi_probe (with CUDA), carried by tools/gpu_dist.sh; run on the GPU machine.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "gpu/fused/ptx.cuh"
+#include "gpu/fused/v5_epilogue.cuh"
+#include "silu.hpp"
+
+using namespace nvfp4::gpu::fused;
+
+namespace {
+
+constexpr int kStRow = 64 * 2 + 16;  // the 256 x 64 tiles' padded staging row (v5::Config::kStRow)
+
+// One output of variant V: 0 and 3 the product's silu_mul; 1 without the exp, 2 without the
+// division, 4 without either (timing only: the arithmetic left keeps the data flow).
+template <int V>
+__device__ __forceinline__ float out1(float g, float u, float a1, float a2) {
+  if constexpr (V == 0 || V == 3) return nvfp4::silu_mul<v5::RcpDivide>(g, u, a1, a2);
+  if constexpr (V == 1) {
+    const float x = a1 * g;
+    return v5::RcpDivide::quotient(x, 1.0f + x * 1.0001f) * (a2 * u);
+  }
+  if constexpr (V == 2) {
+    const float x = a1 * g;
+    return x * (1.0f + expf(-x)) * (a2 * u);
+  }
+  if constexpr (V == 4) {
+    const float x = a1 * g;
+    return x * (a2 * u);
+  }
+  return 0.f;
+}
+template <int V>
+__global__ void __launch_bounds__(384, 1)
+    epi(const float* accs, __half* c, unsigned long long* cyc, float a1, float a2) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const uint32_t staging = ptx::smem_addr(smem);
+  const int tid = threadIdx.x;
+  if (tid < 128) {
+    ptx::setmaxnreg_dec<64>();
+    return;
+  }
+  ptx::setmaxnreg_inc<216>();
+  const int ct = tid - 128, wg = ct / 128, w = (ct % 128) / 32, lane = ct % 32, g = lane / 4,
+            t = lane % 4;
+  const int wrow = wg * 32 + 8 * w + g;
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = accs[(blockIdx.x * 256 + ct) * 128 % (1 << 20) + i];
+  float sum = 0.f;  // every load has arrived before the clock starts
+#pragma unroll
+  for (int i = 0; i < 128; ++i) sum += acc[i];
+  if (sum == 1234.5f) acc[0] = 0.f;
+  ptx::consumer_sync(256);
+  const unsigned long long c0 = clock64();
+  if constexpr (V != 3) {
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float y = out1<V>(acc[4 * j + e], acc[4 * j + 2 + e], a1, a2);
+        ptx::sts16(staging + (8 * j + 2 * t + e) * kStRow + wrow * 2,
+                   __half_as_ushort(__float2half_rn(y)));
+      }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const float y0 = out1<V>(acc[4 * j], acc[4 * j + 2], a1, a2);
+      const float y1 = out1<V>(acc[4 * j + 1], acc[4 * j + 3], a1, a2);
+      const __half2 h = __floats2half2_rn(y0, y1);
+      const uint32_t p = *reinterpret_cast<const uint32_t*>(&h);
+      ptx::sts16(staging + (8 * j + 2 * t) * kStRow + wrow * 2, uint16_t(p));
+      ptx::sts16(staging + (8 * j + 2 * t + 1) * kStRow + wrow * 2, uint16_t(p >> 16));
+    }
+  }
+  ptx::consumer_sync(256);
+  const unsigned long long c1 = clock64();
+  if (ct == 0) cyc[blockIdx.x] = c1 - c0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int q = ct + i * 256, r = q / 8, cu = q % 8;
+    const uint4 v = ptx::lds128(staging + r * kStRow + cu * 16);
+    *reinterpret_cast<uint4*>(c + (size_t(blockIdx.x) * 256 + r) * 64 + 8 * cu) = v;
+  }
+}
+template <int V>
+void run(const char* name, const float* d_acc, __half* d_c, unsigned long long* d_cyc, int sms) {
+  const int smem = 256 * kStRow;
+  cudaFuncSetAttribute(epi<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  std::vector<unsigned long long> all;
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> us;
+  for (int r = 0; r < 11; ++r) {
+    cudaEventRecord(e0);
+    epi<V><<<sms, 384, smem>>>(d_acc, d_c, d_cyc, 0.7f, 1.3f);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    us.push_back(ms * 1000);
+    std::vector<unsigned long long> cyc(sms);
+    cudaMemcpy(cyc.data(), d_cyc, sms * 8, cudaMemcpyDeviceToHost);
+    all.insert(all.end(), cyc.begin(), cyc.end());
+  }
+  std::sort(all.begin(), all.end());
+  std::sort(us.begin(), us.end());
+  printf("  %-22s staged in %6llu clk (median), max %6llu; kernel %.1f us  %s\n", name,
+         all[all.size() / 2], all.back(), us[5], cudaGetErrorString(cudaGetLastError()));
+}
+}  // namespace
+
+int main() {
+  int sms;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  std::vector<float> acc(1 << 20 | 256);
+  std::mt19937 gen(1);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  for (auto& x : acc) x = nd(gen);
+  float* d_acc;
+  __half* d_c;
+  unsigned long long* d_cyc;
+  cudaMalloc(&d_acc, acc.size() * 4);
+  cudaMalloc(&d_c, size_t(sms) * 256 * 64 * 2);
+  cudaMalloc(&d_cyc, sms * 8);
+  cudaMemcpy(d_acc, acc.data(), acc.size() * 4, cudaMemcpyHostToDevice);
+  for (int rep = 0; rep < 2; ++rep) {
+    run<0>("product", d_acc, d_c, d_cyc, sms);
+    run<3>("paired cvt", d_acc, d_c, d_cyc, sms);
+    run<1>("no exp (timing)", d_acc, d_c, d_cyc, sms);
+    run<2>("no divide (timing)", d_acc, d_c, d_cyc, sms);
+    run<4>("neither (timing)", d_acc, d_c, d_cyc, sms);
+  }
+}
