@@ -41,20 +41,13 @@
 #include <vector>
 
 #include "gpu/fused/v5_kernel.cuh"
+#include "probe_host.hpp"
 
 using namespace nvfp4::gpu::fused;
 namespace v5 = nvfp4::gpu::fused::v5;
 
 namespace {
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 template <class T>
 T* dalloc(size_t n) {

@@ -37,19 +37,12 @@
 #include "gpu/fused/ptx.cuh"
 #include "gpu/fused/tensor_map.cuh"
 #include "gpu/fused/wgmma.cuh"
+#include "probe_host.hpp"
 
 using namespace nvfp4::gpu::fused;
 
 namespace {
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 constexpr int BM = 128;              // activation rows per tile (two consumer warpgroups of 64)
 constexpr int BN = 96;               // columns of C per tile
@@ -271,26 +264,14 @@ __global__ void __launch_bounds__(threads<kDecWGs>(), 1)
 #endif
 }
 
-double e4m3(uint8_t b) {
-  const int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
-  double v = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
-  return s ? -v : v;
-}
-double e2m1(int c) {
-  static const double t[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-  return (c & 8) ? -t[c & 7] : t[c & 7];
-}
-
 struct Shape {
   int M, N, K;
 };
 
 void run_shape(const Shape& sh, int sms, int dec) {
   const int M = sh.M, N = sh.N, K = sh.K;
-  std::mt19937 gen(12345);
-  // Activations: exact fp16 values e2m1 * e4m3 (as phase 0 would produce), logical order.
-  std::vector<float> act(size_t(M) * K);
-  for (auto& x : act) x = float(e2m1(gen() % 16) * e4m3(uint8_t(0x30 + gen() % 16)));
+  const probe::HostProblem hp(M, N, K);
+  const std::vector<float>& act = hp.act;
   // Stored in the decoder's order within each group of 8 (position p holds element perm[p]):
   // decode8's, or decode8_int's (kDec 1; kDec 2: decode8_int's in the second half of each 16).
   static const int kCvt[8] = {0, 2, 4, 6, 1, 3, 5, 7}, kInt[8] = {0, 4, 1, 5, 2, 6, 3, 7};
@@ -299,89 +280,22 @@ void run_shape(const Shape& sh, int sms, int dec) {
   for (int m = 0; m < M; ++m)
     for (int k = 0; k < K; ++k)
       act_h[size_t(m) * K + k] = __float2half(act[size_t(m) * K + (k & ~7) + perm(k)]);
-  std::vector<uint8_t> pack(size_t(2) * N * K / 2), scale(size_t(2) * N * K / 16);
-  for (auto& x : pack) x = uint8_t(gen());
-  for (auto& x : scale) x = uint8_t(0x30 + gen() % 16);
-  __half* d_act;
-  uint8_t *d_pack, *d_scale;
-  __half* d_c;
-  float* d_dbg;
-  unsigned long long* d_st;
   const int tiles = (M / BM) * (N / BN);
-  CK(cudaMalloc(&d_act, act_h.size() * 2));
-  CK(cudaMalloc(&d_pack, pack.size()));
-  CK(cudaMalloc(&d_scale, scale.size()));
-  CK(cudaMalloc(&d_c, size_t(M) * N * 2));
-  CK(cudaMalloc(&d_dbg, size_t(M) * 2 * N * 4));
-  CK(cudaMalloc(&d_st, size_t(tiles) * 4 * 8));
-  CK(cudaMemcpy(d_act, act_h.data(), act_h.size() * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(d_pack, pack.data(), pack.size(), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(d_scale, scale.data(), scale.size(), cudaMemcpyHostToDevice));
+  const probe::DeviceProblem dp(hp, act_h, tiles);
   Maps maps;
-  maps.act = make_tensor_map(d_act, 2, K, M, 1, 64, BM, CU_TENSOR_MAP_SWIZZLE_128B);
-  maps.pack = make_tensor_map(d_pack, 1, K / 2, 2 * N, 1, 128, BN, CU_TENSOR_MAP_SWIZZLE_128B);
-  maps.scale = make_tensor_map(d_scale, 1, K / 16, 2 * N, 1, 16, BN, CU_TENSOR_MAP_SWIZZLE_NONE);
-  void* flush;
-  const size_t kFlush = size_t(256) << 20;
-  CK(cudaMalloc(&flush, kFlush));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  maps.act = make_tensor_map(dp.act, 2, K, M, 1, 64, BM, CU_TENSOR_MAP_SWIZZLE_128B);
+  maps.pack = make_tensor_map(dp.pack, 1, K / 2, 2 * N, 1, 128, BN, CU_TENSOR_MAP_SWIZZLE_128B);
+  maps.scale = make_tensor_map(dp.scale, 1, K / 16, 2 * N, 1, 16, BN, CU_TENSOR_MAP_SWIZZLE_NONE);
   std::printf("shape %dx%dx%d: %d tiles of %d x %d on %d SMs\n", M, N, K, tiles, BM, BN, sms);
 
   auto time_variant = [&](auto kernel, int nthreads, const char* name, bool check) {
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    Args a{M, N, K, d_c, check ? d_dbg : nullptr, d_st};
-    std::vector<float> us;
-    std::vector<double> per_stage, clk;
-    for (int r = 0; r < 15; ++r) {
-      CK(cudaMemsetAsync(flush, r, kFlush));
-      CK(cudaEventRecord(e0));
-      kernel<<<tiles, nthreads, kSmem>>>(maps, a);
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      CK(cudaGetLastError());
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      us.push_back(ms * 1000.0f);
-      std::vector<unsigned long long> st(size_t(tiles) * 4);
-      CK(cudaMemcpy(st.data(), d_st, st.size() * 8, cudaMemcpyDeviceToHost));
-      for (int b = 0; b < tiles; ++b) {
-        const double ns = double(st[4 * b + 1] - st[4 * b]);
-        per_stage.push_back(ns / 1000.0 / (K / 64));
-        clk.push_back(double(st[4 * b + 3] - st[4 * b + 2]) / ns);  // GHz
-      }
-    }
-    auto med = [](auto v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double ps = med(per_stage), ghz = med(clk);
-    const double ideal = 768.0 / ghz / 1000.0;  // µs per stage at the tensor rate
-    std::printf("  %-9s %7.1f us   main loop %.4f us/stage at %.3f GHz = %.1f%% of the tensor rate",
-                name, med(us), ps, ghz, 100.0 * ideal / ps);
-    if (check) {
-      std::vector<float> dbg(size_t(M) * 2 * N);
-      CK(cudaMemcpy(dbg.data(), d_dbg, dbg.size() * 4, cudaMemcpyDeviceToHost));
-      double worst = 0;
-      std::mt19937 pick(7);
-      for (int s = 0; s < 4096; ++s) {
-        const int m = int(pick() % M), n = int(pick() % N), which = int(pick() % 2);
-        const int row = which * N + n;  // packed row of B1 or B2
-        double ref = 0;
-        for (int k = 0; k < K; ++k) {
-          const uint8_t byte = pack[size_t(row) * (K / 2) + k / 2];
-          const double w = e2m1((k & 1) ? byte >> 4 : byte & 15) *
-                           e4m3(scale[size_t(row) * (K / 16) + k / 16]);
-          ref += double(act[size_t(m) * K + k]) * w;
-        }
-        const double got = dbg[size_t(m) * 2 * N + (n / BN) * WR + which * BN + n % BN];
-        worst = std::max(worst, std::fabs(got - ref) / std::max(1.0, std::fabs(ref)));
-      }
-      std::printf("   check: max rel err %.3g over 4096 G/U samples %s", worst,
-                  worst < 1e-5 ? "OK" : "WRONG");
-    }
-    std::printf("\n");
+    Args a{M, N, K, dp.c, check ? dp.dbg : nullptr, dp.stamps};
+    probe::time_variant(
+        name, hp, dp, tiles, 768.0, check, [&] { kernel<<<tiles, nthreads, kSmem>>>(maps, a); },
+        [&](int m, int n, int which) {
+          return size_t(m) * 2 * N + (n / BN) * WR + which * BN + n % BN;
+        });
   };
   if (dec == 0) {
     time_variant(ss_kernel<1, true, true, true, 0>, threads<1>(), "cvt+chk", true);
@@ -400,13 +314,6 @@ void run_shape(const Shape& sh, int sms, int dec) {
     time_variant(ss_kernel<1, true, true, false, 2>, threads<1>(), "mix", false);
     time_variant(ss_kernel<1, true, true, false, 2>, threads<1>(), "mix", false);
   }
-  cudaFree(d_act);
-  cudaFree(d_pack);
-  cudaFree(d_scale);
-  cudaFree(d_c);
-  cudaFree(d_dbg);
-  cudaFree(d_st);
-  cudaFree(flush);
 }
 
 }  // namespace

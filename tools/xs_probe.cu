@@ -56,19 +56,12 @@
 #include "gpu/fused/ptx.cuh"
 #include "gpu/fused/tensor_map.cuh"
 #include "gpu/fused/wgmma.cuh"
+#include "probe_host.hpp"
 
 using namespace nvfp4::gpu::fused;
 
 namespace {
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 enum Mode { kOwn = 0, kPair = 1, kHalf = 2, kNoDec = 3, kOwnQ3 = 4, kOwnQ1 = 5, kHelp = 6 };
 
@@ -174,6 +167,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     __syncthreads();
   }
+  // Activation stage j and weight stage w by TMA (one lane), each once its slot is free.
+  auto issue_act = [&](int j) {
+    const int s = j % SA;
+    if (j >= SA) mbar_wait(sm.empty_a(s), ((j / SA) - 1) & 1);
+    mbar_arrive_expect_tx(sm.full_a(s), kActBytes);
+    tma_load_3d(sm.act + s * kActBytes, &maps.act, 64 * j, mt * BM, 0, sm.full_a(s));
+  };
+  auto issue_w = [&](int w) {
+    const int s = w % WS;
+    const uint32_t st = sm.wst + s * kWStage;
+    if (w >= WS) mbar_wait(sm.wempty(s), ((w / WS) - 1) & 1);
+    if constexpr (kBothOps) {  // [packed B1 | packed B2 | scales B1 | scales B2]
+      mbar_arrive_expect_tx(sm.wfull(s), kWStage);
+      tma_load_3d(st, &maps.pack, 128 * w, nt * BN, 0, sm.wfull(s));
+      tma_load_3d(st + kWBytes, &maps.pack, 128 * w, args.N + nt * BN, 0, sm.wfull(s));
+      tma_load_3d(st + 2 * kWBytes, &maps.scale, 16 * w, nt * BN, 0, sm.wfull(s));
+      tma_load_3d(st + 2 * kWBytes + kSBytes, &maps.scale, 16 * w, args.N + nt * BN, 0,
+                  sm.wfull(s));
+    } else {  // [packed operand `rank` | its scales]
+      mbar_arrive_expect_tx(sm.wfull(s), kWBytes + kSBytes);
+      tma_load_3d(st, &maps.pack, 128 * w, rank * args.N + nt * BN, 0, sm.wfull(s));
+      tma_load_3d(st + kWBytes, &maps.scale, 16 * w, rank * args.N + nt * BN, 0, sm.wfull(s));
+    }
+  };
   if (tid < 128 && kMode == kHelp) {  // producer warpgroup as TMA issuer and decode helper
     setmaxnreg_dec<kProdRegs>();
     // Lane 0 of warp 0 issues the activation stages, lane 0 of warp 1 the weight stages, with
@@ -183,23 +200,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     // of weight stage w, weight stage w + WS - 1 (slot of stage w - 1, done by everyone once the
     // consumers have decoded stage 4w - 1). A spinning helper would take issue slots from the
     // consumers of its sub-partition, so every wait is mbarrier.try_wait.
-    auto issue_act = [&](int j) {
-      const int s = j % SA;
-      if (j >= SA) mbar_wait(sm.empty_a(s), ((j / SA) - 1) & 1);
-      mbar_arrive_expect_tx(sm.full_a(s), kActBytes);
-      tma_load_3d(sm.act + s * kActBytes, &maps.act, 64 * j, mt * BM, 0, sm.full_a(s));
-    };
-    auto issue_w = [&](int w) {
-      const int s = w % WS;
-      const uint32_t st = sm.wst + s * kWStage;
-      if (w >= WS) mbar_wait(sm.wempty(s), ((w / WS) - 1) & 1);
-      mbar_arrive_expect_tx(sm.wfull(s), kWStage);
-      tma_load_3d(st, &maps.pack, 128 * w, nt * BN, 0, sm.wfull(s));
-      tma_load_3d(st + kWBytes, &maps.pack, 128 * w, args.N + nt * BN, 0, sm.wfull(s));
-      tma_load_3d(st + 2 * kWBytes, &maps.scale, 16 * w, nt * BN, 0, sm.wfull(s));
-      tma_load_3d(st + 2 * kWBytes + kSBytes, &maps.scale, 16 * w, args.N + nt * BN, 0,
-                  sm.wfull(s));
-    };
     if (lane == 0 && warp == 0)
       for (int j = 0; j < SA && j < nk; ++j) issue_act(j);
     if (lane == 0 && warp == 1)
@@ -243,30 +243,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else if (tid < 128) {  // producer warpgroup
     setmaxnreg_dec<kProdRegs>();
     if (warp == 0 && lane == 0) {
-      for (int i = 0; i < nk; ++i) {
-        const int s = i % SA;
-        if (i >= SA) mbar_wait(sm.empty_a(s), ((i / SA) - 1) & 1);
-        mbar_arrive_expect_tx(sm.full_a(s), kActBytes);
-        tma_load_3d(sm.act + s * kActBytes, &maps.act, 64 * i, mt * BM, 0, sm.full_a(s));
-      }
+      for (int i = 0; i < nk; ++i) issue_act(i);
     } else if (warp == 1 && lane == 0 && kMode != kNoDec) {
-      for (int w = 0; w < nk / 4; ++w) {
-        const int s = w % WS;
-        if (w >= WS) mbar_wait(sm.wempty(s), ((w / WS) - 1) & 1);
-        const uint32_t st = sm.wst + s * kWStage;
-        if constexpr (kBothOps) {  // [packed B1 | packed B2 | scales B1 | scales B2]
-          mbar_arrive_expect_tx(sm.wfull(s), kWStage);
-          tma_load_3d(st, &maps.pack, 128 * w, nt * BN, 0, sm.wfull(s));
-          tma_load_3d(st + kWBytes, &maps.pack, 128 * w, args.N + nt * BN, 0, sm.wfull(s));
-          tma_load_3d(st + 2 * kWBytes, &maps.scale, 16 * w, nt * BN, 0, sm.wfull(s));
-          tma_load_3d(st + 2 * kWBytes + kSBytes, &maps.scale, 16 * w, args.N + nt * BN, 0,
-                      sm.wfull(s));
-        } else {  // [packed operand `rank` | its scales]
-          mbar_arrive_expect_tx(sm.wfull(s), kWBytes + kSBytes);
-          tma_load_3d(st, &maps.pack, 128 * w, rank * args.N + nt * BN, 0, sm.wfull(s));
-          tma_load_3d(st + kWBytes, &maps.scale, 16 * w, rank * args.N + nt * BN, 0, sm.wfull(s));
-        }
-      }
+      for (int w = 0; w < nk / 4; ++w) issue_w(w);
     }
   } else {  // consumers
     setmaxnreg_inc<kConsRegs>();
@@ -409,25 +388,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-double e4m3(uint8_t b) {
-  const int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
-  double v = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
-  return s ? -v : v;
-}
-double e2m1(int c) {
-  static const double t[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-  return (c & 8) ? -t[c & 7] : t[c & 7];
-}
-
 struct Shape {
   int M, N, K;
 };
 
 void run_shape(const Shape& sh, int sms) {
   const int M = sh.M, N = sh.N, K = sh.K;
-  std::mt19937 gen(12345);
-  std::vector<float> act(size_t(M) * K);
-  for (auto& x : act) x = float(e2m1(gen() % 16) * e4m3(uint8_t(0x30 + gen() % 16)));
+  const probe::HostProblem hp(M, N, K);
+  const std::vector<float>& act = hp.act;
   // The v5 K order: logical column 8j + 2t + h of a 64-K block holds physical element
   // 16t + P[j][h] (decode8's pair order, docs/fused-kernel.md "One scale block per thread").
   static const int P[8][2] = {{0, 2}, {4, 6}, {1, 3}, {5, 7}, {8, 10}, {12, 14}, {9, 11}, {13, 15}};
@@ -439,34 +407,12 @@ void run_shape(const Shape& sh, int sms) {
           for (int h = 0; h < 2; ++h)
             act_h[size_t(m) * K + kb + 8 * j + 2 * t + h] =
                 __float2half(act[size_t(m) * K + kb + 16 * t + P[j][h]]);
-  std::vector<uint8_t> pack(size_t(2) * N * K / 2), scale(size_t(2) * N * K / 16);
-  for (auto& x : pack) x = uint8_t(gen());
-  for (auto& x : scale) x = uint8_t(0x30 + gen() % 16);
-  __half* d_act;
-  uint8_t *d_pack, *d_scale;
-  __half* d_c;
-  float* d_dbg;
-  unsigned long long* d_st;
   const int tiles = (M / BM) * (N / BN);
-  CK(cudaMalloc(&d_act, act_h.size() * 2));
-  CK(cudaMalloc(&d_pack, pack.size()));
-  CK(cudaMalloc(&d_scale, scale.size()));
-  CK(cudaMalloc(&d_c, size_t(M) * N * 2));
-  CK(cudaMalloc(&d_dbg, size_t(M) * 2 * N * 4));
-  CK(cudaMalloc(&d_st, size_t(tiles) * 4 * 8));
-  CK(cudaMemcpy(d_act, act_h.data(), act_h.size() * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(d_pack, pack.data(), pack.size(), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(d_scale, scale.data(), scale.size(), cudaMemcpyHostToDevice));
+  const probe::DeviceProblem dp(hp, act_h, tiles);
   Maps maps;
-  maps.act = make_tensor_map(d_act, 2, K, M, 1, 64, BM, CU_TENSOR_MAP_SWIZZLE_128B);
-  maps.pack = make_tensor_map(d_pack, 1, K / 2, 2 * N, 1, 128, BN, CU_TENSOR_MAP_SWIZZLE_128B);
-  maps.scale = make_tensor_map(d_scale, 1, K / 16, 2 * N, 1, 16, BN, CU_TENSOR_MAP_SWIZZLE_NONE);
-  void* flush;
-  const size_t kFlush = size_t(256) << 20;
-  CK(cudaMalloc(&flush, kFlush));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  maps.act = make_tensor_map(dp.act, 2, K, M, 1, 64, BM, CU_TENSOR_MAP_SWIZZLE_128B);
+  maps.pack = make_tensor_map(dp.pack, 1, K / 2, 2 * N, 1, 128, BN, CU_TENSOR_MAP_SWIZZLE_128B);
+  maps.scale = make_tensor_map(dp.scale, 1, K / 16, 2 * N, 1, 16, BN, CU_TENSOR_MAP_SWIZZLE_NONE);
   std::printf("shape %dx%dx%d: %d tiles of %d x %d on %d SMs\n", M, N, K, tiles, BM, BN, sms);
 
   // XS_ONLY=name runs only the variants of that name (e.g. under ncu).
@@ -474,7 +420,7 @@ void run_shape(const Shape& sh, int sms) {
   auto time_variant = [&](auto kernel, bool cluster, const char* name, bool check) {
     if (only && std::strcmp(only, name) != 0) return;
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    Args a{M, N, K, d_c, check ? d_dbg : nullptr, d_st};
+    Args a{M, N, K, dp.c, check ? dp.dbg : nullptr, dp.stamps};
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(tiles));
     cfg.blockDim = dim3(kThreads);
@@ -486,58 +432,9 @@ void run_shape(const Shape& sh, int sms) {
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    std::vector<float> us;
-    std::vector<double> per_stage, clk;
-    for (int r = 0; r < 15; ++r) {
-      CK(cudaMemsetAsync(flush, r, kFlush));
-      if (check) CK(cudaMemsetAsync(d_dbg, 0xFF, size_t(M) * 2 * N * 4));
-      CK(cudaEventRecord(e0));
-      CK(cudaLaunchKernelEx(&cfg, kernel, maps, a));
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      CK(cudaGetLastError());
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      us.push_back(ms * 1000.0f);
-      std::vector<unsigned long long> st(size_t(tiles) * 4);
-      CK(cudaMemcpy(st.data(), d_st, st.size() * 8, cudaMemcpyDeviceToHost));
-      for (int b = 0; b < tiles; ++b) {
-        const double ns = double(st[4 * b + 1] - st[4 * b]);
-        per_stage.push_back(ns / 1000.0 / (K / 64));
-        clk.push_back(double(st[4 * b + 3] - st[4 * b + 2]) / ns);  // GHz
-      }
-    }
-    auto med = [](auto v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double ps = med(per_stage), ghz = med(clk);
-    const double ideal = 768.0 / ghz / 1000.0;  // µs per stage at the tensor rate
-    std::printf("  %-9s %7.1f us   main loop %.4f us/stage at %.3f GHz = %.1f%% of the tensor rate",
-                name, med(us), ps, ghz, 100.0 * ideal / ps);
-    if (check) {
-      std::vector<float> dbg(size_t(M) * 2 * N);
-      CK(cudaMemcpy(dbg.data(), d_dbg, dbg.size() * 4, cudaMemcpyDeviceToHost));
-      double worst = 0;
-      std::mt19937 pick(7);
-      for (int s = 0; s < 4096; ++s) {
-        const int m = int(pick() % M), n = int(pick() % N), which = int(pick() % 2);
-        const int row = which * N + n;  // packed row of B1 or B2
-        double ref = 0;
-        for (int k = 0; k < K; ++k) {
-          const uint8_t byte = pack[size_t(row) * (K / 2) + k / 2];
-          const double wv = e2m1((k & 1) ? byte >> 4 : byte & 15) *
-                            e4m3(scale[size_t(row) * (K / 16) + k / 16]);
-          ref += double(act[size_t(m) * K + k]) * wv;
-        }
-        const double got = dbg[size_t(m) * 2 * N + size_t(which) * N + n];
-        const double err = std::fabs(got - ref) / std::max(1.0, std::fabs(ref));
-        worst = std::isnan(got) ? 1e30 : std::max(worst, err);
-      }
-      std::printf("   check: max rel err %.3g over 4096 G/U samples %s", worst,
-                  worst < 1e-5 ? "OK" : "WRONG");
-    }
-    std::printf("\n");
+    probe::time_variant(
+        name, hp, dp, tiles, 768.0, check, [&] { CK(cudaLaunchKernelEx(&cfg, kernel, maps, a)); },
+        [&](int m, int n, int which) { return size_t(m) * 2 * N + size_t(which) * N + n; });
   };
   time_variant(xs_kernel<kOwn, 1>, false, "own1+chk", true);
   time_variant(xs_kernel<kOwn, 2>, false, "own2+chk", true);
@@ -557,13 +454,6 @@ void run_shape(const Shape& sh, int sms) {
     time_variant(xs_kernel<kHelp, 2>, false, "help2", false);
     time_variant(xs_kernel<kHelp, 4>, false, "help4", false);
   }
-  cudaFree(d_act);
-  cudaFree(d_pack);
-  cudaFree(d_scale);
-  cudaFree(d_c);
-  cudaFree(d_dbg);
-  cudaFree(d_st);
-  cudaFree(flush);
 }
 
 }  // namespace
