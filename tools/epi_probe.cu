@@ -8,8 +8,11 @@
 // v5_epilogue.cuh does for 64 outputs per thread (silu_mul<RcpDivide>, fp16, 16-bit stores into the
 // padded staging tile) between two barriers of the 256 consumers, and reports the clocks between
 // them (median and maximum over CTAs and 11 launches). Variants: "product"; "paired cvt" (two
-// outputs per conversion instruction); and, timing only, without the exp, without the division,
-// without either.
+// outputs per conversion instruction); "producers take 10/32" (the consumers hand the raw G and U
+// of 10 of their 32 output pairs to the producer warps through shared memory, and those compute
+// them: three warps per sub-partition share the work); and, timing only, without the exp, without
+// the division, without either. The variants that compute the product's outputs are compared with
+// its C ("same C").
 //
 // Build: CMake target epi_probe (with CUDA), carried by tools/gpu_dist.sh; run on the GPU machine.
 #include <cuda_fp16.h>
