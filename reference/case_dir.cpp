@@ -4,12 +4,14 @@
 //   a.npy (L, M, K/2)  b1.npy, b2.npy (L, N, K/2)  sfa.npy (L, M, K/16)  sfb1.npy, sfb2.npy (L, N, K/16)
 // all uint8 (int8 is read as the same bytes). K is derived from a.npy (2 * bytes per row); every
 // other file is checked against it, and every error names the file that disagrees and what it was
-// compared with, and, where the shapes tell, what the file most likely holds: a dtype wrong for its
-// role, scales in the 128x4 blocked layout or GPU MODE's 6-D permuted view, unpacked FP4 (one code
-// per byte), the other batch order. Dtype and dimension count are judged here from the header dict
+// compared with, and, where the shapes (or an operand's bytes) tell, what the file most likely
+// holds: a dtype wrong for its role, scales in the 128x4 blocked layout or GPU MODE's 6-D permuted
+// view, unpacked FP4 (one code per byte), MX-style scales (one per 32 elements), the other batch order. Dtype and dimension count are judged here from the header dict
 // (npy.hpp read_npy_dict), before the reader's generic checks, because only this layer knows the role. All six headers
 // are read and checked before any data is read (read_case_shape stops there), so a case whose
-// files disagree or promise more data than they hold costs no more than six small reads.
+// files disagree or promise more data than they hold costs no more than six small reads; the one
+// exception is an operand whose shape is unpacked FP4's or packed bytes' with MX-style scales (one
+// per 32 elements): its first bytes (at most 16 MiB) tell which, before the refusal.
 #include "case_dir.hpp"
 
 #include <sys/stat.h>
@@ -75,7 +77,8 @@ std::string dtype_problem(const std::string& descr, Role role) {
       what += "; a void dtype is what numpy writes for ml_dtypes' float8 and float4 arrays: a float4_e2m1fn array "
               "holds one code per byte: pack two per byte, then save .view(np.uint8)";
     else if (kind == 'u' || kind == 'i')
-      what += "; if each element holds one byte, save arr.astype(np.uint8)";
+      what += "; save the array's bytes: arr.view(np.uint8) (each wider element holds several packed bytes; "
+              "astype(np.uint8) would keep only the low byte of each)";
   } else {
     what += std::string(", expected uint8: the E4M3FN bytes of the scales (") + kScaleBytesHow + ")";
     if (is_float)
@@ -100,11 +103,15 @@ std::string scale_layout_hint(const std::vector<int64_t>& s, int64_t L, int64_t 
     return "; a 6-D (32, 4, Rt, 4, Ct, L) array is GPU MODE's CuTe-permuted view of the 128x4 blocked layout "
            "(docs/design.md §1.4): save the plain (L, rows, K/16) layout instead (nvfp4_dual.from_cute_permuted(x, " +
            std::to_string(rows) + ", " + std::to_string(K / 16) + ") converts)";
+  // from_blocked takes one matrix's buffer (1-D) or (L, bytes per matrix): a flat buffer of L > 1
+  // matrices is reshaped first.
   if (s.size() == 1 && rows > 0 && K > 0 && K % 16 == 0 && s[0] % blocked_bytes(rows, K) == 0 &&
       s[0] / blocked_bytes(rows, K) == L)
     return "; its " + std::to_string(s[0]) + " bytes are the 128x4 blocked layout's for " + dims +
+           (L > 1 ? " times L = " + std::to_string(L) : std::string()) +
            " (docs/design.md §1.4), flattened: save the plain (L, rows, K/16) layout instead "
-           "(nvfp4_dual.from_blocked(x, " + std::to_string(rows) + ", " + std::to_string(K / 16) + ") converts)";
+           "(nvfp4_dual.from_blocked(" + (L > 1 ? "x.reshape(" + std::to_string(L) + ", -1)" : std::string("x")) +
+           ", " + std::to_string(rows) + ", " + std::to_string(K / 16) + ") converts)";
   return std::string();
 }
 
@@ -143,6 +150,24 @@ Operand read_operand(const std::string& dir, const char* file, const char* logic
   }
   if (op.rows < 1 || op.cols < 1 || op.L < 1) fail(op.path, "shape " + shape_str(s) + " has an empty dimension");
   return op;
+}
+
+// Whether a packed operand's bytes all have their high nibble clear, as unpacked FP4 codes (one
+// per byte) have: read only when its shape already points that way, and at most the first 16 MiB
+// (packed codes show a byte >= 16 within the first few rows).
+bool codes_below_16(const Operand& op) {
+  const NpyHeader h = read_npy_header(op.path);
+  UserFile f = UserFile::open_read(op.path);
+  std::vector<uint8_t> buf(std::max(h.data_offset, size_t(1) << 16));
+  f.read_exact(buf.data(), h.data_offset);  // the header, checked already
+  for (size_t left = std::min(h.data_bytes, size_t(16) << 20); left > 0;) {
+    const size_t n = std::min(left, buf.size());
+    f.read_exact(buf.data(), n);
+    for (size_t i = 0; i < n; ++i)
+      if (buf[i] >= 16) return false;
+    left -= n;
+  }
+  return true;
 }
 
 // The data of a file whose header read_operand checked, in batch-first order. The header is read
@@ -229,11 +254,13 @@ CaseHeaders read_headers(const std::string& dir, bool batch_last) {
                            blocked);
     }
   // Unpacked FP4 (one code per byte, as ml_dtypes' float4_e2m1fn viewed as uint8): twice the bytes
-  // per row that the scales imply. Named before the scales are blamed for K.
+  // per row that the scales imply, and every byte below 16. Named before the scales are blamed for
+  // K. The same shapes are packed bytes with one scale per 32 elements (MX-style), which the data
+  // tells apart: a byte with its high nibble set is packed, and then the scales are refused below.
   // The three scale files must agree on K, or the scales are what is wrong.
   const bool scales_agree = c.sfa.cols == c.sfb1.cols && c.sfa.cols == c.sfb2.cols;
   for (const auto& [op, sf] : {std::pair{&a, &c.sfa}, std::pair{&b1, &c.sfb1}, std::pair{&b2, &c.sfb2}})
-    if (scales_agree && op->rows == sf->rows && op->cols == 16 * sf->cols)
+    if (scales_agree && op->rows == sf->rows && op->cols == 16 * sf->cols && codes_below_16(*op))
       refuse(op->path, "holds " + std::to_string(op->cols) + " bytes per row, twice the " + std::to_string(8 * sf->cols) +
                            " that its " + std::to_string(sf->cols) + " scales per row imply (K = " +
                            std::to_string(16 * sf->cols) + "): one FP4 code per byte? pack two codes per byte "
@@ -251,8 +278,11 @@ CaseHeaders read_headers(const std::string& dir, bool batch_last) {
       const std::string bytes_of = sf.cols == 4 * (K / 16) ? "4 bytes per scale: the bytes of a float32 array? "
                                    : sf.cols == 2 * (K / 16) ? "2 bytes per scale: the bytes of a float16 or bfloat16 array? "
                                                              : "";
+      const std::string per_32 = 2 * sf.cols == K / 16 ? "; one scale per 32 elements? NVFP4 has one E4M3 scale per "
+                                                         "16 (MX-style scales, one per 32, are not NVFP4)"
+                                                       : "";
       refuse(sf.path, std::to_string(sf.cols) + " scales per row, but " + ks + " needs K/16 = " + std::to_string(K / 16) +
-                          blocked_hint(sf, rows) +
+                          blocked_hint(sf, rows) + per_32 +
                           (bytes_of.empty() ? std::string()
                                             : "; " + bytes_of + "save the scales' E4M3FN bytes (" + kScaleBytesHow + ")"));
     }
@@ -335,9 +365,8 @@ std::vector<uint16_t> load_output(const std::string& path, const Shape& shape, b
                     s == (batch_last ? want_last : want_first);
     if (!ok)
       fail(path, "shape " + shape_str(s) + " does not match the problem " + shape.str() + ": expected " +
-                     shape_str(batch_last ? want_last : want_first) +
-                     (shape.L == 1 ? " or " + shape_str(want2) : std::string()) +
-                     (batch_last ? " (batch-last)" : ""));
+                     (shape.L == 1 ? shape_str(want_first) + ", " + shape_str(want_last) + " or " + shape_str(want2)
+                                   : shape_str(batch_last ? want_last : want_first) + (batch_last ? " (batch-last)" : "")));
   });
   const auto& s = arr.shape;
   std::vector<uint8_t> bytes = std::move(arr.data);

@@ -209,10 +209,12 @@ std::string shape_str(const std::vector<int64_t>& s) {
 std::string npy_printable(const std::string& s) { return printable(s); }
 
 bool npy_descr_type(const std::string& d, NpyType* type) {
-  // One-byte types: any byte-order mark or none, the kind and size or numpy's one-letter code.
+  // One-byte types, every spelling np.dtype() reads as uint8 or int8: any byte-order mark or none
+  // with the kind and size or numpy's one-letter code, or the bare names (np.save writes '|u1' and
+  // '|i1' whatever the array was made with; numpy's 'byte' is int8).
   const std::string body = !d.empty() && (d[0] == '|' || d[0] == '<' || d[0] == '>' || d[0] == '=') ? d.substr(1) : d;
-  if (body == "u1" || body == "B" || d == "uint8") return *type = NpyType::U8, true;
-  if (body == "i1" || body == "b" || d == "int8") return *type = NpyType::I8, true;
+  if (body == "u1" || body == "B" || d == "uint8" || d == "ubyte") return *type = NpyType::U8, true;
+  if (body == "i1" || body == "b" || d == "int8" || d == "byte") return *type = NpyType::I8, true;
   if (d == "<f2") return *type = NpyType::F16, true;
   if (d == "<f4") return *type = NpyType::F32, true;
   if (d == "<f8") return *type = NpyType::F64, true;

@@ -65,13 +65,33 @@ bool same_file(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
+// `path` made absolute, with the symbolic links of its final component followed, also to a target
+// that does not exist yet: weakly_canonical resolves only a path's existing part, so a dangling
+// link would keep its own name and a write through it would land on another output unseen. A
+// relative target is resolved against the link's directory; at most 40 links are followed (a
+// loop stops there, as the kernel's ELOOP does).
+std::filesystem::path follow_final_links(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) return fs::path(path);
+  for (int i = 0; i < 40; ++i) {
+    if (!fs::is_symlink(fs::symlink_status(p, ec)) || ec) break;
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return p;
+}
+
 // Whether two output paths will be one file: same_file when both exist, else the same absolute
-// path once ".", ".." and the symbolic links of its existing part are resolved.
+// path once the symbolic links of the final component are followed (follow_final_links, dangling
+// ones too) and ".", ".." and the links of the directories that exist are resolved.
 bool same_output(const std::string& a, const std::string& b) {
   if (same_file(a, b)) return true;
   std::error_code e1, e2;
-  const auto ca = std::filesystem::weakly_canonical(std::filesystem::absolute(a, e1), e1);
-  const auto cb = std::filesystem::weakly_canonical(std::filesystem::absolute(b, e2), e2);
+  const auto ca = std::filesystem::weakly_canonical(follow_final_links(a), e1);
+  const auto cb = std::filesystem::weakly_canonical(follow_final_links(b), e2);
   return !e1 && !e2 && ca.lexically_normal() == cb.lexically_normal();
 }
 
@@ -174,13 +194,16 @@ namespace {
 // No output is a file this run reads, and no two outputs are one file: a report or C written
 // over a case file, the c.npy or --check file being judged, a plugin, a submission, a report
 // being merged or rendered or the autotune cache would destroy the user's own data (the case's
-// c.npy would silently become the reference it is checked against).
-void check_outputs_spare_inputs(const po::variables_map& vm) {
-  std::vector<std::pair<std::string, std::string>> inputs;  // (path, what it is, for the message)
+// c.npy would silently become the reference it is checked against). The case's c.npy is an input
+// only where it is read (`reads_case_output`: harness check); verify and bisect never read it.
+void check_outputs_spare_inputs(const po::variables_map& vm, bool reads_case_output) {
+  // (path, what it is, for the message): inputs only, existing when read (compared by identity).
+  std::vector<std::pair<std::string, std::string>> inputs;
   if (vm.count("inputs")) {
     const std::string dir = get<std::string>(vm, "inputs");
     for (const char* f : kCaseFiles) inputs.push_back({in_dir(dir, f), std::string("the case's input ") + f});
-    inputs.push_back({in_dir(dir, "c.npy"), "the case's input c.npy (the output checked when no --check is given)"});
+    if (reads_case_output)
+      inputs.push_back({in_dir(dir, "c.npy"), "the case's input c.npy (the output checked when no --check is given)"});
   }
   if (vm.count("check")) inputs.push_back({get<std::string>(vm, "check"), "the --check file (the output being checked)"});
   for (const char* many : {"plugin", "submission", "merge", "report-html"})
@@ -190,8 +213,9 @@ void check_outputs_spare_inputs(const po::variables_map& vm) {
                                 : many == std::string("merge")     ? "a shard report this merge reads"
                                                                    : std::string("the --") + many + " file"});
   if (vm.count("task")) inputs.push_back({get<std::string>(vm, "task"), "the --task file"});
-  if (vm.count("tune-cache"))
-    inputs.push_back({autotune_cache_file(get<std::string>(vm, "tune-cache")), "the --tune-cache directory's cache file"});
+  // The autotune cache is read and also written by the run, so it may not exist yet: compared as
+  // an output (same_output), not only by the identity of an existing file.
+  const std::string cache = vm.count("tune-cache") ? autotune_cache_file(get<std::string>(vm, "tune-cache")) : "";
   std::vector<std::string> seen;  // the outputs before this one
   for (const char* out : {"json", "save-output", "bench-json", "junit", "html"}) {
     if (!vm.count(out)) continue;
@@ -199,6 +223,9 @@ void check_outputs_spare_inputs(const po::variables_map& vm) {
     for (const auto& [in, what] : inputs)
       if (same_file(path, in))
         refuse(opt + " " + path + ": is " + what + "; it would be overwritten (name another file)");
+    if (!cache.empty() && same_output(path, cache))
+      refuse(opt + " " + path + ": is the --tune-cache directory's cache file " + cache +
+             "; it would be overwritten (name another file)");
     for (const auto& other : seen)
       if (!(other == "json" && out == std::string("bench-json")) &&  // two names of one report: bench_cli refuses
           same_output(path, get<std::string>(vm, other.c_str())))
@@ -209,7 +236,7 @@ void check_outputs_spare_inputs(const po::variables_map& vm) {
 
 }  // namespace
 
-void check_paths(const po::variables_map& vm) {
+void check_paths(const po::variables_map& vm, bool reads_case_output) {
   for (const char* out : {"json", "save-output", "junit", "html", "bench-json"}) {
     if (!vm.count(out)) continue;
     const std::string path = get<std::string>(vm, out);
@@ -258,7 +285,7 @@ void check_paths(const po::variables_map& vm) {
       if (!why.empty()) refuse("--tune-cache " + dir + ": its cache file " + file + " " + why);
     }
   }
-  check_outputs_spare_inputs(vm);
+  check_outputs_spare_inputs(vm, reads_case_output);
 }
 
 void check_case_output(const std::string& inputs_dir, const std::string& c_npy) {

@@ -10,15 +10,18 @@
 //               is a combination some backend has, ranges of counts, budgets and limits
 //   paths       outputs (--json, --save-output, --junit, --html, --bench-json): an existing regular
 //               file or a new name in an existing directory, never a directory, FIFO, socket or device
-//               (the type is named), never a file the run reads (case files and c.npy, --check,
-//               plugins, submissions, --task, reports merged or rendered, the autotune cache; by file
-//               identity) and never another output's file;
+//               (the type is named), never a file the run reads (case files, c.npy where harness check
+//               reads it, --check, plugins, submissions, --task, reports merged or rendered: by file
+//               identity; the autotune cache, which the run also writes: as an output) and never
+//               another output's file (by identity, else by absolute path with the symbolic links of
+//               the final component followed, dangling ones too, and those of the existing directories);
 //               inputs (--inputs, --check, a c.npy in the case directory, --tune-cache and the
 //               cache file in it): existing, readable and of the right type
 //   memory      the bytes a shape needs (the parent's exact reference with its abs sums, a trial
 //               child, the outputs read back) against what this machine has available
 //               (/proc/meminfo MemAvailable, or the cgroup's limit when lower; --max-memory sets it)
-// Each check reads only what it names (a directory entry, six .npy headers), never data.
+// Each check reads only what it names (a directory entry, six .npy headers), never data (but for
+// the sample of an operand that may be unpacked FP4, reference/case_dir.cpp).
 #pragma once
 #include <boost/program_options.hpp>
 #include <string>
@@ -45,9 +48,10 @@ constexpr int kMaxRuns = 1000;
 // describe generated cases, not with --inputs).
 void check_values(const boost::program_options::variables_map& vm);
 
-// The paths the user named (see the file comment); `case_c_npy` is DIR/c.npy when the case
-// directory's own output will be checked.
-void check_paths(const boost::program_options::variables_map& vm);
+// The paths the user named (see the file comment). `reads_case_output`: this run reads the case
+// directory's c.npy (harness check without --backend), so no output may be it; verify and bisect
+// never read it, and --save-output DIR/c.npy there writes the path's output where the user asked.
+void check_paths(const boost::program_options::variables_map& vm, bool reads_case_output);
 void check_case_output(const std::string& inputs_dir, const std::string& c_npy);
 
 // The items of a comma-separated list option (one string, or repeatable); an empty list or an

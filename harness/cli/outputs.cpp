@@ -56,7 +56,7 @@ void emit(const po::variables_map& vm, const std::string& json, const std::strin
 }
 
 int render_mode(const po::variables_map& vm) {
-  check_paths(vm);
+  check_paths(vm, false);
   if (vm.count("json")) throw InputError("--json: harness render writes --html and --junit; the reports are already JSON");
   if (!vm.count("html") && !vm.count("junit")) throw InputError("harness render needs --html OUT.html and/or --junit OUT.xml");
   std::vector<JsonValue> reports;
@@ -74,7 +74,7 @@ int render_mode(const po::variables_map& vm) {
 }
 
 int merge_mode(const po::variables_map& vm, const std::string& command) {
-  check_paths(vm);
+  check_paths(vm, false);
   const auto paths = vm["merge"].as<std::vector<std::string>>();
   std::vector<JsonValue> reports;
   for (const auto& p : paths) reports.push_back(read_json_file(p));

@@ -155,7 +155,7 @@ Plan plan_rehearsal(const po::variables_map& vm) {
   if (!vm.count("submission")) throw InputError("harness rehearse gpumode needs --submission FILE.py");
   const auto subs = vm["submission"].as<std::vector<std::string>>();
   if (subs.size() != 1) throw InputError("harness rehearse takes one --submission (got " + std::to_string(subs.size()) + ")");
-  check_paths(vm);  // --json
+  check_paths(vm, false);  // --json
 
   Plan p;
   p.emulate = emulate_fp4_option(vm);

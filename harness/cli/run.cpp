@@ -196,8 +196,11 @@ std::string reference_cache_dir(const po::variables_map& vm) {
 
 Setup prepare(const po::variables_map& vm, const Mode& mode) {
   check_values(vm);
-  check_paths(vm);
   Setup s;
+  const std::string m = mode.word;
+  s.explicit_backend = !vm["backend"].defaulted();
+  s.path_mode = m != "check" || s.explicit_backend;
+  check_paths(vm, !s.path_mode);  // only check_mode reads the case's c.npy
   s.opt = trial_options(vm);
   s.filter = suite_filter(vm);
   if (vm.count("alpha")) {
@@ -207,9 +210,6 @@ Setup prepare(const po::variables_map& vm, const Mode& mode) {
       throw InputError(std::string("--alpha: ") + e.what());
     }
   }
-  const std::string m = mode.word;
-  s.explicit_backend = !vm["backend"].defaulted();
-  s.path_mode = m != "check" || s.explicit_backend;
   // Only runs of paths keep references (check computes one, list none).
   if (s.path_mode && m != "list") s.opt.reference_cache = reference_cache_dir(vm);
   const std::vector<std::string> external_backends = register_outside(vm, s);

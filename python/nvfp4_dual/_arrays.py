@@ -69,7 +69,8 @@ def as_bytes(x, name, scales):
         elif not scales and a.dtype.kind == "f":
             why = " (this array holds decoded values: nvfp4_dual.quantize gives the packed bytes and the scales)"
         elif not scales and a.dtype.kind in "ui":
-            why = " (if each element holds one byte, pass x.astype(np.uint8))"
+            why = (" (pass the array's bytes, x.view(np.uint8): each wider element holds several packed bytes, and "
+                   "x.astype(np.uint8) would keep only the low byte of each)")
         raise InputError(f"{name}: dtype {kind}, expected {what}{why}")
     if a.dtype.itemsize != 1:
         raise InputError(f"{name}: dtype {a.dtype}, expected one-byte elements")
@@ -146,9 +147,12 @@ def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
                              f"128x4 blocked layout: pass the plain layout, nvfp4_dual.from_cute_permuted({n}, "
                              f"{rows}, {K // 16})")
         if x.ndim == 1 and K % 16 == 0 and x.size == L * _blocked_bytes(rows, K):
+            # from_blocked takes one matrix's buffer (1-D) or (L, bytes per matrix): reshape L > 1 first.
+            flat = f"{n}.reshape({L}, -1)" if L > 1 else n
+            times = f" times L = {L}" if L > 1 else ""
             raise InputError(f"{n}: shape {x.shape} has 1 dimension(s); its {x.size} bytes are the 128x4 blocked "
-                             f"layout's for (rows, K/16) = ({rows}, {K // 16}): pass the plain layout, "
-                             f"nvfp4_dual.from_blocked({n}, {rows}, {K // 16})")
+                             f"layout's for (rows, K/16) = ({rows}, {K // 16}){times}: pass the plain layout, "
+                             f"nvfp4_dual.from_blocked({flat}, {rows}, {K // 16})")
     SA, SB1, SB2 = (batch_first(x, n, batch_last) for x, n in zip(raw[3:], names[3:]))
     # Arrays that disagree in this order but agree in the other: every refusal below says so.
     shapes = [x.shape for x in raw]
@@ -181,10 +185,14 @@ def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
                      " (batch-first order; pass batch_last=True for (rows, cols, L) arrays)")
             refuse(f"{n}: L = {x.shape[0]} but a has L = {L}{where}{blocked}")
     # Unpacked FP4 (one code per byte, as ml_dtypes' float4_e2m1fn viewed as uint8): twice the bytes
-    # per row that the scales imply. Named before the scales are blamed for K.
+    # per row that the scales imply, and every byte below 16. Named before the scales are blamed for
+    # K. The same shapes are packed bytes with one scale per 32 elements (MX-style), which the data
+    # tells apart (a byte with its high nibble set is packed: the scales are refused below); at most
+    # the first 16 Mi bytes are looked at, as the CLI does (reference/case_dir.cpp).
     scales_agree = SA.shape[2] == SB1.shape[2] == SB2.shape[2]  # else the scales are what is wrong
     for x, sf, n in ((A, SA, "a"), (B1, SB1, "b1"), (B2, SB2, "b2")):
-        if scales_agree and x.shape[1] == sf.shape[1] and x.shape[2] == 16 * sf.shape[2]:
+        if (scales_agree and x.shape[1] == sf.shape[1] and x.shape[2] == 16 * sf.shape[2]
+                and not (x.reshape(-1)[:1 << 24] >= 16).any()):
             refuse(f"{n}: holds {x.shape[2]} bytes per row, twice the {8 * sf.shape[2]} that its {sf.shape[2]} "
                    f"scales per row imply (K = {16 * sf.shape[2]}): one FP4 code per byte? pack two codes per byte "
                    f"(element 2j in the low nibble)")
@@ -198,7 +206,16 @@ def problem_arrays(a, b1, b2, sfa, sfb1, sfb2, batch_last):
         if x.shape[1] != rows:
             refuse(f"{n}: {x.shape[1]} rows, but {src} has {rows}{hint}")
         if x.shape[2] != K // 16:
-            refuse(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}{hint}")
+            # The same words as the CLI's (reference/case_dir.cpp check_sf).
+            per_32 = ("; one scale per 32 elements? NVFP4 has one E4M3 scale per 16 (MX-style scales, one per 32, "
+                      "are not NVFP4)") if 2 * x.shape[2] == K // 16 else ""
+            bytes_of = ("4 bytes per scale: the bytes of a float32 array? " if x.shape[2] == 4 * (K // 16) else
+                        "2 bytes per scale: the bytes of a float16 or bfloat16 array? " if x.shape[2] == 2 * (K // 16)
+                        else "")
+            if bytes_of:
+                bytes_of = (f"; {bytes_of}pass the scales' E4M3FN bytes (ml_dtypes: "
+                            f"x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8); torch: t.to(torch.float8_e4m3fn))")
+            refuse(f"{n}: {x.shape[2]} scales per row, but {ks} needs K/16 = {K // 16}{hint}{per_32}{bytes_of}")
     return (A, B1, B2, SA, SB1, SB2), (L, M, N, K), two_d
 
 
@@ -210,10 +227,9 @@ def output_bits(c, shape, batch_last):
     ok = ((L == 1 and bits.shape in ((M, N), (1, M, N), (M, N, 1)))
           or bits.shape == ((M, N, L) if batch_last else (L, M, N)))
     if not ok:
-        want = (M, N, L) if batch_last else (L, M, N)
-        alt = f" or {(M, N)}" if L == 1 else ""
-        raise InputError(f"c: shape {bits.shape} does not match the problem: expected {want}{alt}"
-                         + (" (batch-last)" if batch_last else ""))
+        want = (f"{(1, M, N)}, {(M, N, 1)} or {(M, N)}" if L == 1 else
+                f"{(M, N, L)} (batch-last)" if batch_last else f"{(L, M, N)}")
+        raise InputError(f"c: shape {bits.shape} does not match the problem: expected {want}")
     if L == 1:
         return np.ascontiguousarray(bits.reshape(1, M, N))
     return batch_first(bits, "c", batch_last)

@@ -1,11 +1,14 @@
 // test_intake.cpp — what the harness does with files other tools wrote, through the real binary:
-// no output ever overwrites a file the run reads (case files, c.npy, the --check file, reports
-// being merged), however the path is spelled (./x, a symbolic link); a case's c.npy is checked
-// also when --save-output is given; and refusals of the mistakes other tools' files carry name
-// what the file most likely is and how to fix it: scales in the 128x4 blocked layout (flat) or
-// GPU MODE's 6-D permuted view, unpacked FP4 (one code per byte), a dtype wrong for the file's
-// role (bf16 c.npy, uint16 packed bytes, float32 scales), GPU MODE's (rows, cols, L) order without
-// --batch-last, a missing file. Spellings numpy writes for bytes ('u1', 'B', '|i1') are read.
+// no output ever overwrites a file the run reads (case files, c.npy where check reads it, the
+// --check file, reports being merged, the autotune cache before it exists), however the path is
+// spelled (./x, a symbolic link), and no two outputs are one file (also through a dangling link);
+// verify, which never reads c.npy, may write it; a case's c.npy is checked also when --save-output
+// is given; and refusals of the mistakes other tools' files carry name what the file most likely
+// is and how to fix it: scales in the 128x4 blocked layout (flat, also for L > 1) or GPU MODE's
+// 6-D permuted view, unpacked FP4 (one code per byte) told from MX-style scales (one per 32) by
+// the bytes, a dtype wrong for the file's role (bf16 c.npy, uint16 packed bytes, float32 scales),
+// a c.npy of the wrong shape, GPU MODE's (rows, cols, L) order without --batch-last, a missing
+// file. Every spelling numpy reads as uint8 or int8 ('u1', 'B', '|i1', 'ubyte', ...) is read.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -90,9 +93,19 @@ TEST_CASE("no output overwrites a file the run reads") {
     refused("check --inputs " + dir + " --save-output " + dir + "/./c.npy", "--save-output", "is the case's input c.npy");
     fs::create_symlink(dir + "/c.npy", dir + "/link.npy");
     refused("check --inputs " + dir + " --save-output " + dir + "/link.npy", "--save-output", "is the case's input c.npy");
-    refused("verify plain --backend cpu --inputs " + dir + " --save-output " + dir + "/c.npy", "--save-output",
-            "is the case's input c.npy");
     refused("check --inputs " + dir + " --json " + dir + "/c.npy", "--json", "is the case's input c.npy");
+  }
+  SUBCASE("the six case files, also in verify mode") {
+    refused("verify plain --backend cpu --inputs " + dir + " --save-output " + dir + "/a.npy", "--save-output",
+            "is the case's input a.npy");
+    refused("check --inputs " + dir + " --json " + dir + "/./sfb2.npy", "--json", "is the case's input sfb2.npy");
+  }
+  SUBCASE("the autotune cache, also before it exists (the run writes it)") {
+    const std::string tc = harness_cli::temp_dir() + "/tc";
+    fs::create_directories(tc);  // empty: no cache file yet
+    refused("verify autotune --backend cpu --shape 1x1x16 --tune-cache " + tc + " --json " + tc + "/autotune-cache.txt",
+            "--json " + tc + "/autotune-cache.txt", "is the --tune-cache directory's cache file");
+    CHECK(!fs::exists(tc + "/autotune-cache.txt"));
   }
   SUBCASE("the --check file") {
     std::vector<uint16_t> off = compute_reference(p).c;
@@ -115,7 +128,31 @@ TEST_CASE("no output overwrites a file the run reads") {
     refused("merge " + shard + " --json " + shard, "--json " + shard, "a shard report this merge reads");
     CHECK(read_text(shard) == before);
   }
+  SUBCASE("two outputs that are one file through a dangling symbolic link") {
+    // The link's target does not exist yet; a relative target is resolved against the link's
+    // directory (not the working directory), and a chain of links is followed.
+    const std::string out = harness_cli::temp_dir();
+    fs::create_symlink("target.json", out + "/dl.json");
+    fs::create_symlink(out + "/dl.json", out + "/dl2.json");
+    for (const char* link : {"/dl.json", "/dl2.json"})
+      refused("check --inputs " + dir + " --json " + out + link + " --save-output " + out + "/target.json",
+              "--json and --save-output", "same file");
+    CHECK(!fs::exists(out + "/target.json"));
+  }
   CHECK(read_text(dir + "/c.npy") == c_before);
+}
+
+TEST_CASE("verify never reads the case's c.npy: --save-output DIR/c.npy writes the path's output there") {
+  const Problem p = make_problem(Shape::parse("4x8x32"), "normal", 10);
+  const std::string dir = make_case(p);
+  std::vector<uint16_t> old = compute_reference(p).c;
+  for (auto& v : old) v = 0x3C00;  // 1.0: not the output
+  save_output(dir + "/c.npy", p.shape, old);
+  const auto r = run("verify plain --backend cpu --inputs " + dir + " --save-output " + dir + "/c.npy");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK(!has(r.out, "is the case's input c.npy"));
+  CHECK(load_output(dir + "/c.npy", p.shape) != old);  // the path's output, as asked
 }
 
 TEST_CASE("a case's c.npy is checked also when --save-output is given") {
@@ -141,14 +178,25 @@ TEST_CASE("scales in GPU MODE's layouts are named, with the conversion") {
   const int64_t tile = 512 * ((K / 16 + 3) / 4);  // one 128-row tile per batch
   std::vector<uint8_t> blocked(size_t(L * tile), 0);
   SUBCASE("flattened blocked bytes (1-D)") {
+    // from_blocked takes (L, bytes per matrix) for L > 1: the flat buffer is reshaped in the advice
+    // (tests/python/test_intake_hints.py runs the advice the CLI gives).
     const std::string dir = make_case(p);
     write_npy(dir + "/sfa.npy", u8({L * tile}, blocked));
     const auto r = run("check --inputs " + dir + " --save-output " + dir + "/o.npy");
     INFO(r.out);
     CHECK(r.rc == 2);
     CHECK(has(r.out, "sfa.npy: shape (2048,) has 1 dimension(s)"));
-    CHECK(has(r.out, "128x4 blocked layout's for (rows, K/16) = (40, 8)"));
-    CHECK(has(r.out, "nvfp4_dual.from_blocked(x, 40, 8)"));
+    CHECK(has(r.out, "128x4 blocked layout's for (rows, K/16) = (40, 8) times L = 2"));
+    CHECK(has(r.out, "nvfp4_dual.from_blocked(x.reshape(2, -1), 40, 8)"));
+  }
+  SUBCASE("flattened blocked bytes of one matrix (L = 1)") {
+    const Problem p1 = make_problem(Shape::parse("40x24x128"), "normal", 6);
+    const std::string dir = make_case(p1);
+    write_npy(dir + "/sfb2.npy", u8({tile}, std::vector<uint8_t>(size_t(tile), 0)));
+    const auto r = run("check --inputs " + dir + " --save-output " + dir + "/o.npy");
+    INFO(r.out);
+    CHECK(r.rc == 2);
+    CHECK(has(r.out, "nvfp4_dual.from_blocked(x, 24, 8)"));
   }
   SUBCASE("the 6-D permuted view (32, 4, Rt, 4, Ct, L)") {
     const std::string dir = make_case(p);
@@ -173,6 +221,27 @@ TEST_CASE("unpacked FP4 (one code per byte) is named on the operand, not blamed 
   CHECK(has(r.out, "one FP4 code per byte? pack two codes per byte (element 2j in the low nibble)"));
 }
 
+TEST_CASE("packed operands with one scale per 32 elements: the scales are refused, not the operands") {
+  // The same shapes as unpacked FP4 with NVFP4 scales (a row of K/2 bytes, 16 times its scales per
+  // row); the bytes tell them apart: packed codes have bytes >= 16.
+  const Problem p = make_problem(Shape::parse("8x16x64"), "normal", 3);
+  const std::string dir = make_case(p);
+  auto every_other = [](const std::vector<uint8_t>& sf) {
+    std::vector<uint8_t> out;
+    for (size_t i = 0; i < sf.size(); i += 2) out.push_back(sf[i]);
+    return out;
+  };
+  write_npy(dir + "/sfa.npy", u8({8, 2}, every_other(p.sfa)));
+  write_npy(dir + "/sfb1.npy", u8({16, 2}, every_other(p.sfb1)));
+  write_npy(dir + "/sfb2.npy", u8({16, 2}, every_other(p.sfb2)));
+  const auto r = run("check --inputs " + dir + " --save-output " + dir + "/o.npy");
+  INFO(r.out);
+  CHECK(r.rc == 2);
+  CHECK(has(r.out, "sfa.npy: 2 scales per row, but K = 64 (from a.npy, 32 bytes per row) needs K/16 = 4"));
+  CHECK(has(r.out, "one scale per 32 elements? NVFP4 has one E4M3 scale per 16"));
+  CHECK(!has(r.out, "one FP4 code per byte"));
+}
+
 TEST_CASE("a dtype refusal says what the file's role needs") {
   const Problem p = make_problem(Shape::parse("4x8x32"), "normal", 4);
   SUBCASE("a bf16 c.npy ('<V2', as numpy saves ml_dtypes' bfloat16)") {
@@ -193,6 +262,8 @@ TEST_CASE("a dtype refusal says what the file's role needs") {
     INFO(r.out);
     CHECK(r.rc == 2);
     CHECK(has(r.out, "a.npy: unsupported dtype '<u2', expected uint8: packed E2M1 codes, two per byte"));
+    CHECK(has(r.out, "save the array's bytes: arr.view(np.uint8)"));  // astype would truncate
+    CHECK(!has(r.out, "save arr.astype(np.uint8)"));
     CHECK(!has(r.out, "float32"));
   }
   SUBCASE("scales saved as float32 values") {
@@ -238,11 +309,19 @@ TEST_CASE("c.npy of (M, N, 1) for L = 1 is the same output: accepted without --b
   INFO(r.out);
   CHECK(r.rc == 0);
   CHECK(has(r.out, "against the exact reference: PASS"));
+  // A shape that fits no order: the refusal lists all three that L = 1 accepts.
+  c.shape = {8, 4};
+  write_npy(dir + "/c.npy", c);
+  const auto bad = run("check --inputs " + dir);
+  INFO(bad.out);
+  CHECK(bad.rc == 2);
+  CHECK(has(bad.out, "c.npy: shape (8, 4) does not match the problem 4x8x32: expected (1, 4, 8), (4, 8, 1) or (4, 8)"));
 }
 
 TEST_CASE("byte spellings numpy reads as uint8 or int8 are read as the bytes they are") {
   const Problem p = make_problem(Shape::parse("4x8x32"), "normal", 8);
-  for (const char* descr : {"u1", "=u1", "B", "|i1"}) {
+  // np.dtype() reads each of these ('byte' is int8); np.save itself writes '|u1' or '|i1'.
+  for (const char* descr : {"u1", "=u1", "B", "|i1", "ubyte", "byte", "uint8", "<b"}) {
     const std::string dir = make_case(p);
     write_raw_npy(dir + "/a.npy", descr, "(4, 16)", p.a);
     write_raw_npy(dir + "/sfb1.npy", descr, "(8, 2)", p.sfb1);
