@@ -140,6 +140,31 @@ void gen_uniform(Problem& p, uint64_t seed, bool weights) {
   }
 }
 
+// pow2: every E2M1 code equally likely (as uniform); each scale byte independently 2^(h-2) or
+// 2^(h-1), h = -floor((lg + 1) / 4) (uniform's window top, lg = floor(log2 K)). With one binade of
+// power-of-two scales, every product a*sa*b*sb of a row pair is a multiple of the pair's smallest
+// nonzero one times 2^-2 (codes 0.5 and 1.5 have the fewest trailing zeros) and at most 576 such
+// quanta (6*6 against 0.5*0.5, times 2*2 for the binade), so a sum of K of them spans at most
+// 576*K quanta: exact in fp32, in any order, for K up to 2^24 / 576 ~ 29000. The certificate
+// then holds a path's G and U to exactly the reference's at the suites' long K (4096, 7168), where
+// the other distributions certify few or no elements (normal: none at K = 7168).
+void gen_pow2(Problem& p, uint64_t seed, bool weights) {
+  const int top = -((floor_log2(p.shape.K) + 1) / 4);
+  const uint8_t lo = pow2_byte(top - 2), hi = pow2_byte(top - 1);
+  const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
+  for (const auto& c : codes) {
+    if (!weights && c.second != kA) continue;
+    SplitMix64 g = stream(seed, c.second);
+    random_codes(g, c.first->data(), c.first->size());
+  }
+  const std::pair<std::vector<uint8_t>*, uint64_t> scales[] = {{&p.sfa, kSFA}, {&p.sfb1, kSFB1}, {&p.sfb2, kSFB2}};
+  for (const auto& c : scales) {
+    if (!weights && c.second != kSFA) continue;
+    SplitMix64 g = stream(seed, c.second);
+    for (auto& b : *c.first) b = g.below(2) ? hi : lo;
+  }
+}
+
 // edge: all 16 codes (including -0), and scales chosen per K-block kb (nkb = K/16 blocks):
 //   kb = 0:   A scale 448 in about 1/8 of the rows, ordinary otherwise; B1/B2 scales are the
 //             subnormals 2^-9 or 2^-8 (so 448 * subnormal products stay moderate: |G| ~ 30).
@@ -442,6 +467,8 @@ void generate(Problem& p, const std::string& distribution, uint64_t seed, bool w
     gen_normal(p, seed, weights);
   } else if (distribution == "uniform") {
     gen_uniform(p, seed, weights);
+  } else if (distribution == "pow2") {
+    gen_pow2(p, seed, weights);
   } else if (distribution == "edge") {
     gen_edge(p, seed, weights);
   } else if (distribution == "gpumode") {
@@ -464,8 +491,8 @@ void generate(Problem& p, const std::string& distribution, uint64_t seed, bool w
 }  // namespace
 
 const std::vector<std::string>& distribution_names() {
-  static const std::vector<std::string> names = {"normal",   "uniform",    "edge",  "gpumode",
-                                                 "ones",     "identity",   "suspicious", "scales"};
+  static const std::vector<std::string> names = {"normal", "uniform",  "edge",       "gpumode", "ones",
+                                                 "identity", "suspicious", "scales", "pow2"};
   return names;
 }
 

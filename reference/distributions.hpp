@@ -5,6 +5,10 @@
 //             sigma a power of two times 1.5 chosen from K so that G and U have sd ~1..3
 //   uniform   every E2M1 code; scale bytes uniform over a 4-binade window [2^(h-4), 2^h] with
 //             h = -floor((floor(log2 K) + 1) / 4) (non-negative, finite; keeps sd(G) ~1..4)
+//   pow2      every E2M1 code; scale bytes 2^(h-2) or 2^(h-1) (h as for uniform), so every product
+//             is a multiple of the row pair's smallest one over 576 and any fp32 sum of up to
+//             ~29000 of them is exact: the certificate (docs/design.md §4.11) judges every element
+//             at every K the suites use, 7168 included
 //   edge      edge scales: subnormal, 448 (paired with subnormal partners), zero, mixed with
 //             ordinary ones; full-range codes; C[l,0,0] alone gets a 448*448 block (overflow)
 //   gpumode   the GPU MODE generator's narrow range: codes from bytes & 0xBB (values {0,+-0.5,

@@ -8,6 +8,7 @@
 // test_planted.cpp asserts that the harness fails each with the right criterion, and
 // tools/kill_matrix.py tabulates which criterion caught which bug and whether GPU MODE's rule did.
 // Layouts as in problem.hpp: A (L, M, K/2), B (L, N, K/2), scales (L, rows, K/16), C (L, M, N).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -44,6 +45,7 @@ enum class Bug {
   SplitKConfig,        // correct as chosen; its second configuration (split K) skips the middle block
   TruncatingTail,      // the last element of each batch (a scalar tail store) converted toward zero
   Acc13Bits,           // the accumulator keeps 13 significant bits between blocks of 16 products
+  Fp16PartialsLongK,   // for K > 4096: split K in chunks of 1024, each partial sum stored as fp16
 };
 
 struct BugInfo {
@@ -75,6 +77,8 @@ const BugInfo kBugs[] = {
     {Bug::IgnoresInputs, "ignores-inputs", "planted: set_inputs keeps the old inputs"},
     {Bug::TruncatingTail, "truncating-tail", "planted: the last element of each batch converted toward zero"},
     {Bug::Acc13Bits, "acc-13-bits", "planted: an accumulator of 13 significant bits (no promotion to fp32)"},
+    {Bug::Fp16PartialsLongK, "fp16-partials-long-k",
+     "planted: for K > 4096, split K with partial sums of 1024 terms kept in fp16 (an fp16 split-K workspace)"},
 };
 
 float round_bf16(float x) {
@@ -186,6 +190,20 @@ class PlantedPlan : public cpu::HostPlan {
 
   // out (M, N) = a (M, K) * b (N, K)^T in fp32, or with the fp16 or 13-bit accumulator of those bugs.
   void gemm(const float* a, const float* b, float* out, int64_t M, int64_t N, int64_t K) const {
+    if (bug_ == Bug::Fp16PartialsLongK && K > 4096) {
+      cpu::parallel_for(M, cpu::hardware_threads(), [&](int64_t m) {
+        for (int64_t n = 0; n < N; ++n) {
+          float acc = 0;
+          for (int64_t k0 = 0; k0 < K; k0 += 1024) {
+            float part = 0;
+            for (int64_t k = k0; k < std::min(K, k0 + 1024); ++k) part += a[m * K + k] * b[n * K + k];
+            acc += round_fp16(part);
+          }
+          out[m * N + n] = acc;
+        }
+      });
+      return;
+    }
     if (bug_ == Bug::Acc13Bits) {
       cpu::parallel_for(M, cpu::hardware_threads(), [&](int64_t m) {
         for (int64_t n = 0; n < N; ++n) {

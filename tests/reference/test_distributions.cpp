@@ -71,7 +71,7 @@ bool same_bytes(const Problem& x, const Problem& y) {
 TEST_CASE("names") {
   const std::set<std::string> names(distribution_names().begin(), distribution_names().end());
   CHECK(names == std::set<std::string>{"normal", "uniform", "edge", "gpumode", "ones", "identity", "suspicious",
-                                       "scales"});
+                                       "scales", "pow2"});
   CHECK_THROWS_WITH_AS(make_problem(Shape{1, 1, 16, 1}, "gaussian", 1), doctest::Contains("known: normal"),
                        InputError);
   CHECK_THROWS_AS(make_problem(Shape{1, 1, 24, 1}, "normal", 1), InputError);  // K % 16
@@ -115,7 +115,8 @@ TEST_CASE("the bytes are pinned: a change to a generator must be deliberate") {
       {"normal", 6025381027937861904ull},  {"uniform", 5801555299134041005ull},
       {"edge", 9895916061686911632ull},    {"gpumode", 8702627560142294503ull},
       {"ones", 12153428102781871139ull},   {"identity", 10464223117915774217ull},
-      {"suspicious", 12595679346768348448ull}, {"scales", 10805440494470191525ull}};
+      {"suspicious", 12595679346768348448ull}, {"scales", 10805440494470191525ull},
+      {"pow2", 2467905714701995616ull}};
   auto fnv = [](const Problem& p) {
     uint64_t h = 1469598103934665603ull;
     for (const auto* v : {&p.a, &p.b1, &p.b2, &p.sfa, &p.sfb1, &p.sfb2})
@@ -132,6 +133,17 @@ TEST_CASE("the bytes are pinned: a change to a generator must be deliberate") {
 TEST_CASE("structure of each distribution") {
   const Shape s{64, 48, 256, 2};
   const int64_t nkb = s.K / 16;
+  SUBCASE("pow2: all 16 codes, every scale one of two powers of two a binade apart") {
+    const Problem p = make_problem(s, "pow2", 5);
+    std::set<int> codes;
+    for (int64_t k = 0; k < s.L * s.M * s.K; ++k) codes.insert(fp4_code_at(p.a.data(), k));
+    CHECK(codes.size() == 16);
+    // lg = 8: h = -floor(9/4) = -2, scales 2^-4 (byte 0x18) and 2^-3 (0x20), both drawn
+    for (const auto* sf : {&p.sfa, &p.sfb1, &p.sfb2}) {
+      const std::set<uint8_t> bytes(sf->begin(), sf->end());
+      CHECK(bytes == std::set<uint8_t>{0x18, 0x20});
+    }
+  }
   SUBCASE("uniform: all 16 codes, scales in the documented window") {
     const Problem p = make_problem(s, "uniform", 5);
     std::set<int> codes;
