@@ -81,10 +81,14 @@ constexpr const char* kStreamChangedNote = "the current CUDA stream was left cha
 // Likewise: after the calls, an output read right after its call had changed (storage the
 // submission reuses: one buffer returned every call, an earlier c as scratch).
 constexpr const char* kOutputReusedNote = "output changed by a later call";
-// Whether a driver's note carries one of these verdicts (evaluate.cpp fails the trial on it; the
-// parent keeps such notes past its cap on notes, worker.hpp).
+// Likewise, for every backend (the trial's own stages, harness/trial/output_guard.hpp): a read_output
+// wrote into the guard zone before or after the L·M·N elements of the buffer it was handed.
+constexpr const char* kOutputOverrunNote = "read_output wrote outside C";
+// Whether a note carries one of these verdicts (evaluate.cpp fails the trial on it; the parent
+// keeps such notes past its cap on notes, worker.hpp).
 inline bool carries_verdict(const std::string& note) {
-  for (const char* marker : {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote, kOutputReusedNote})
+  for (const char* marker :
+       {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote, kOutputReusedNote, kOutputOverrunNote})
     if (note.find(marker) != std::string::npos) return true;
   return false;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "external.hpp"
+#include "output_guard.hpp"
 #include "trial.hpp"
 
 namespace nvfp4 {
@@ -363,11 +364,11 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   // FAIL whatever the outputs compare like: an output read in order on the calling stream that
   // differs from a read after a device-wide synchronize (still being written when the caller's
   // stream reached it), inputs that no longer hold what the driver put there, a current stream
-  // left other than the caller's, and an output that a later call changed.
+  // left other than the caller's, and an output that a later call changed. For every backend, what
+  // the stages' guard zones saw (output_guard.hpp): a read_output that wrote outside C.
   std::vector<std::string> flagged;
-  if (submission)
-    for (const auto& note : child.notes)
-      if (carries_verdict(note)) flagged.push_back(note);
+  for (const auto& note : child.notes)
+    if (carries_verdict(note)) flagged.push_back(note);
   if (failing.empty() && flagged.empty()) {
     r.outcome = Outcome::Pass;
     r.stage.clear();
@@ -406,7 +407,14 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
 
   r.outcome = Outcome::Fail;
   r.stage = "run";
-  r.stage_elapsed = r.stage_seconds("run");
+  // Where every checked call passes, a write outside C in stage configs or time is the verdict's stage.
+  if (failing.empty())
+    for (const auto& note : flagged)
+      if (const std::string at = output_overrun_stage(note); !at.empty()) {
+        r.stage = at;
+        break;
+      }
+  r.stage_elapsed = r.stage_seconds(r.stage);
   std::ostringstream m;
   bool explained = false;  // the inputs-changed explanation, once, right after the first such note
   for (size_t i = 0; i < flagged.size(); ++i) {

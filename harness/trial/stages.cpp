@@ -7,12 +7,32 @@
 #include <stdexcept>
 
 #include "input_store.hpp"
+#include "output_guard.hpp"
 
 namespace nvfp4 {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Every read_output of the stages goes through here: into a buffer with guard zones before and
+// after C (output_guard.hpp), C poisoned first (what read_output leaves unwritten shows as such),
+// then copied to `c` for the sink. A write into a guard zone is noted, once per stage (`noted`),
+// with a note that carries a FAIL (external.hpp kOutputOverrunNote, evaluate.cpp). FAIL, not ERROR
+// (docs/design.md §4.2): ERROR is what the path raised (an exception, a device error), and this one
+// raised nothing; like a submission that wrote into its inputs (kInputsChangedNote, a FAIL), it
+// returned having written memory that is not its output, which the harness sees after the call.
+// Neither the guards nor the copy are in a timed region: stage time times calls, not read-backs.
+void read_guarded(Plan& plan, GuardedOutput& out, std::vector<uint16_t>& c, StageSink& sink, Stage s,
+                  const std::string& where, bool& noted) {
+  out.poison(kPoisonBits);
+  plan.read_output(out.data());
+  if (const OutputOverrun o = out.overrun(); o && !noted) {
+    noted = true;
+    sink.note(output_overrun_note(o, out.size(), stage_name(s), where));
+  }
+  out.copy_to(c);
+}
 
 // Stage time (trial.hpp): the steady state under the bench's stopping rule, then the back-to-back
 // figure; the last timed call's and the last back-to-back call's outputs go to the sink.
@@ -23,10 +43,12 @@ void time_stage(StageSink& sink, const TrialSpec& t, Plan& plan, const std::vect
   auto set_of = [&](int call) { return timed_call_set(call, o.runs); };
   BenchFigures f;
   f.t = measure_calls(plan, o.timing, [&](int i) { plan.set_inputs(sets[size_t(set_of(i))], o.fresh); });
-  std::vector<uint16_t> c(size_t(shape.c_elems()));
+  std::vector<uint16_t> c;
+  GuardedOutput out(size_t(shape.c_elems()));
+  bool noted = false;
   auto send_output = [&](int index, int set) {
-    std::fill(c.begin(), c.end(), kPoisonBits);  // what read_output leaves unwritten shows as such
-    plan.read_output(c.data());
+    read_guarded(plan, out, c, sink, Stage::Time, index == 0 ? "the last timed call" : "the last back-to-back call",
+                 noted);
     for (const auto& note : apply_output_faults(o.faults, Stage::Time, t.combo, shape, c.data(), kPoisonBits))
       sink.note(note);
     sink.timed_output(index, set, c);
@@ -56,7 +78,9 @@ bool only_variants(const std::string& backend, const Combo& combo) {
 // input set i mod (R+1), its output to the sink.
 void configs_stage(StageSink& sink, Plan& base, const std::vector<Problem>& sets, const TrialOptions& o) {
   const std::vector<std::string> names = base.candidates();
-  std::vector<uint16_t> c(size_t(sets[0].shape.c_elems()));
+  std::vector<uint16_t> c;
+  GuardedOutput out(size_t(sets[0].shape.c_elems()));
+  bool noted = false;
   for (size_t i = 0; i < names.size(); ++i) {
     const int set = int(i % size_t(warmup_set(o.runs) + 1));
     base.select(i);
@@ -64,8 +88,7 @@ void configs_stage(StageSink& sink, Plan& base, const std::vector<Problem>& sets
     base.poison_output(kPoisonBits);
     base.enqueue();
     base.synchronize();
-    std::fill(c.begin(), c.end(), kPoisonBits);
-    base.read_output(c.data());
+    read_guarded(base, out, c, sink, Stage::Configs, "configuration " + names[i], noted);
     sink.config_output(int(i), set, names[i], c);
   }
 }
@@ -136,7 +159,9 @@ void run_stages(const TrialSpec& t, const std::vector<Problem>& sets, StageSink&
   }
   run_stage(sink, Stage::Run, [&] {
     faults_at(Stage::Run);
-    std::vector<uint16_t> c(size_t(problem.shape.c_elems()));
+    std::vector<uint16_t> c;
+    GuardedOutput out(size_t(problem.shape.c_elems()));
+    bool noted = false;
     for (int call = 0; call < o.runs; ++call) {
       const int set = checked_call_set(call + 1);
       plan->set_inputs(sets[size_t(set)], o.fresh);
@@ -148,8 +173,7 @@ void run_stages(const TrialSpec& t, const std::vector<Problem>& sets, StageSink&
       plan->synchronize();
       // The host copy starts as the poison too: an element read_output leaves unwritten (a plugin
       // that copies nothing back) is named unwritten, not taken from the previous call.
-      std::fill(c.begin(), c.end(), kPoisonBits);
-      plan->read_output(c.data());
+      read_guarded(*plan, out, c, sink, Stage::Run, "call " + std::to_string(call + 1), noted);
       if (call == o.runs - 1)
         for (const auto& note : apply_output_faults(o.faults, Stage::Run, t.combo, problem.shape, c.data(), kPoisonBits))
           sink.note(note);

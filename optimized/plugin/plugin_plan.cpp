@@ -276,9 +276,36 @@ void PluginPlan::read_output(uint16_t* c) { check(plugin_->api->read_output(hand
 
 bool PluginPlan::read_intermediates(std::vector<float>& g, std::vector<float>& u) {
   if (!plugin_->api->read_intermediates) return false;
-  g.assign(size_t(problem_.shape.c_elems()), 0.0f);
-  u.assign(size_t(problem_.shape.c_elems()), 0.0f);
+  // The plugin writes L·M·N floats into each of the harness's buffers: each has a guard zone after
+  // them (as read_output's buffer has, harness/trial/output_guard.hpp), so a copy rounded up past
+  // the end lands there, not in the harness's heap, and is reported. A plan has no note to carry a
+  // verdict, so it throws: ERROR in stage run, naming read_intermediates and how far it wrote.
+  constexpr size_t kGuard = 4096;
+  const size_t n = size_t(problem_.shape.c_elems());
+  auto guard = [](size_t i) {
+    const uint32_t bits = 0x7FC00000u | (uint32_t(i * 2654435761u) & 0x3FFFFFu);  // a NaN, its payload per position
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  for (auto* v : {&g, &u}) {
+    v->assign(n + kGuard, 0.0f);
+    for (size_t i = 0; i < kGuard; ++i) (*v)[n + i] = guard(i);
+  }
   const int st = plugin_->api->read_intermediates(handle_, g.data(), u.data());
+  for (auto [v, name] : {std::pair{&g, "G"}, std::pair{&u, "U"}}) {
+    size_t past = 0;
+    for (size_t i = 0; i < kGuard; ++i) {
+      const float want = guard(i);
+      if (std::memcmp(&(*v)[n + i], &want, sizeof want) != 0) past = i + 1;  // bits: the guard is a NaN
+    }
+    if (past)
+      throw std::runtime_error(plugin_->backend_name() + " read_intermediates wrote " + std::to_string(past) +
+                               " element" + (past == 1 ? "" : "s") + " past the end of " + name +
+                               " (L·M·N = " + std::to_string(n) + "): a copy rounded up to a vector width or tile?");
+  }
+  g.resize(n);
+  u.resize(n);
   if (st == NVFP4_PLUGIN_UNSUPPORTED) {
     g.clear();
     u.clear();

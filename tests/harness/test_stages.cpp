@@ -14,6 +14,7 @@
 #include "in_process.hpp"
 #include "json_read.hpp"
 #include "lattice.hpp"
+#include "output_guard.hpp"
 
 using namespace nvfp4;
 
@@ -132,4 +133,28 @@ TEST_CASE("run_stages in this process and the trial child agree: the same input 
   CHECK(m.at("max_abs").number() == c.max_abs);
   CHECK(m.at("elements").number() == double(c.elements));
   CHECK(trial.at("configs").at("checked").items().size() == t.sink.configs.size());
+}
+
+TEST_CASE("read_output's guard zones: a write before or past C is measured and named, C alone is not") {
+  GuardedOutput out(91);
+  out.poison(kPoisonBits);
+  std::fill(out.data(), out.data() + 91, uint16_t(0x3C00));  // exactly C: no overrun
+  CHECK_FALSE(out.overrun());
+  std::vector<uint16_t> c;
+  out.copy_to(c);
+  CHECK(c == std::vector<uint16_t>(91, 0x3C00));
+  std::fill(out.data() + 91, out.data() + 96, uint16_t(0));  // rounded up to 96: 5 past the end
+  out.data()[-3] = 0;                                       // and one 3 before the start
+  const OutputOverrun o = out.overrun();
+  CHECK(o.after == 5);
+  CHECK(o.before == 3);
+  const std::string note = output_overrun_note(o, 91, "configs", "configuration v2");
+  CHECK(note == "read_output wrote outside C (stage configs, configuration v2): 3 elements before its start and 5 "
+                "elements past its end (L·M·N = 91): an offset or index off?");
+  CHECK(carries_verdict(note));
+  CHECK(output_overrun_stage(note) == "configs");
+  out.poison(kPoisonBits);  // rearmed: the earlier overrun is not counted again
+  CHECK_FALSE(out.overrun());
+  out.data()[91 + kOutputGuard - 1] = 0;  // the zone's last element
+  CHECK(output_overrun_note(out.overrun(), 91, "run", "call 1").find("written to its edge") != std::string::npos);
 }

@@ -221,6 +221,49 @@ TEST_CASE("--plugin: a read_output that copies nothing back leaves every element
   CHECK(has(r.out, "2145 of 2145 elements over tolerance in call 1 (2145 unwritten)"));
 }
 
+TEST_CASE("--plugin: a read_output that writes past the end of C is a FAIL naming it; the example passes") {
+  // 7x13x48: L·M·N = 91, which the planted plugin rounds up to 96 (16-byte blocks): 5 elements past
+  // the end of the harness's buffer, every element of C right. Without a guard zone this passed
+  // (and on the full suite corrupted the harness's heap: free(): invalid pointer in later trials).
+  const std::vector<std::string> ragged = {"--shape", "7x13x48", "--dist", "uniform"};
+  auto on_ragged = [&](std::vector<std::string> args) {
+    args.insert(args.end(), ragged.begin(), ragged.end());
+    return args;
+  };
+  const std::string json = temp_dir() + "/overrun.json";
+  const auto r = run_argv(on_ragged({"--plugin", kBroken + "/libplanted_read_overrun.so", "--verify", "plain,threads",
+                                     "--json", json}),
+                          120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);
+  CHECK(has(r.out, "plugin:cpu-overrun plain 7x13x48 uniform seed 7  FAIL"));
+  CHECK(has(r.out, "read_output wrote outside C (stage run, call 1): 5 elements past its end (L·M·N = 91): "
+                   "a copy rounded up to a vector width or tile?"));
+  CHECK(has(r.out, "result: 2 FAIL -> exit 1"));  // no CRASH in a later stage or trial: the heap is intact
+  const auto trials = json_trials(read_text(json));
+  REQUIRE(trials.size() == 2);
+  for (const auto& t : trials) {
+    CHECK(has(t, "\"outcome\":\"FAIL\""));
+    CHECK(has(t, "\"stage\":\"run\""));
+  }
+  // In bench mode the timed outputs go through the same guard.
+  const auto b = run_argv({"--plugin", kBroken + "/libplanted_read_overrun.so", "--bench", "plain", "--bench-shapes",
+                           "7x13x48"},
+                          120);
+  INFO(b.out);
+  CHECK(b.rc == 1);
+  CHECK(has(b.out, "read_output wrote outside C (stage run, call 1): 5 elements past its end"));
+  CHECK(has(b.out, "read_output wrote outside C (stage time, the last timed call): 5 elements past its end"));
+  // The example plugin it was made from passes on the same shape, every combination.
+  const auto ok = run_argv(on_ragged({"--plugin", kPlugin, "--verify", "all"}), 120);
+  INFO(ok.out);
+  REQUIRE_FALSE(ok.timed_out);
+  CHECK(ok.rc == 0);
+  CHECK(has(ok.out, "result: 4 PASS -> exit 0"));
+  CHECK_FALSE(has(ok.out, "wrote outside"));
+}
+
 TEST_CASE("--submission: process-wide settings changed at import are listed in the summary, not a verdict") {
   if (!have_numpy()) {
     MESSAGE("numpy is not importable here: not run");
