@@ -210,10 +210,16 @@ void PluginPlan::create() {
   const int st = plugin_->api->create(&s, &a, combo_arg(combo_).c_str(), &h);
   if (st != NVFP4_PLUGIN_OK || !h) {
     if (h) plugin_->api->destroy(h);
+    // The plugin's failure, not bad input (docs/design.md §4.7): a runtime_error, so the trial is
+    // ERROR in stage init with this text, not labelled InputError (the user's input at fault).
     const char* e = plugin_->api->last_error(nullptr);
-    throw InputError(plugin_->backend_name() + " create(" + combo_.str() + ") failed" +
-                     (st == NVFP4_PLUGIN_OK ? " (status OK but no handle)" : "") + ": " +
-                     text_or(e, "no reason given"));
+    const std::string where = " (" + plugin_->backend_name() + ", combination " + combo_.str() + ")";
+    if (st == NVFP4_PLUGIN_OK)
+      throw std::runtime_error("plugin create() returned OK but no handle" + where + ": " +
+                               text_or(e, "no reason given (last_error returned NULL)"));
+    throw std::runtime_error("plugin create() failed" + where + ": " +
+                             (e ? text_or(e, "no reason given (last_error returned an empty string)")
+                                : std::string("no reason given (last_error returned NULL)")));
   }
   handle_ = h;
 }

@@ -7,6 +7,7 @@
 //   STAGE_WITHOUT_HOOK an optimization adds stage tune but tune is NULL
 //   BAD_OPT_NAME       an optimization named "Fast Path"
 //   CREATE_FAILS       create() returns ERROR with a reason
+//   CREATE_FAILS_SILENTLY create() returns ERROR and last_error(NULL) returns NULL
 //   CREATE_CRASHES     create() dereferences NULL (SIGSEGV in stage init)
 //   LOAD_HANG          a static initializer sleeps forever (the load-stage watchdog's case)
 //   WRITES_WEIGHTS     create() writes into the const b1 it is handed (repacks a byte in place)
@@ -42,7 +43,7 @@ int p_create(const nvfp4_plugin_shape* s, [[maybe_unused]] const nvfp4_plugin_ar
   auto* b1 = const_cast<uint8_t*>(arrays->b1);
   b1[1] = uint8_t((b1[1] << 4) | (b1[1] >> 4)) ^ 0x11;  // never equal to the byte it replaces
 #endif
-#if defined(BROKEN_CREATE_FAILS)
+#if defined(BROKEN_CREATE_FAILS) || defined(BROKEN_CREATE_FAILS_SILENTLY)
   (void)s;
   *out = nullptr;
   return NVFP4_PLUGIN_ERROR;
@@ -83,6 +84,9 @@ int p_destroy(nvfp4_plugin_handle* h) {
   return NVFP4_PLUGIN_OK;
 }
 const char* p_last_error(nvfp4_plugin_handle* h) {
+#ifdef BROKEN_CREATE_FAILS_SILENTLY
+  if (!h) return nullptr;
+#endif
   return h ? "no error" : "create refuses: this plugin is broken on purpose";
 }
 

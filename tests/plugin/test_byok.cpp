@@ -264,6 +264,17 @@ TEST_CASE("--plugin: a read_output that writes past the end of C is a FAIL namin
   CHECK_FALSE(has(ok.out, "wrote outside"));
 }
 
+TEST_CASE("--plugin: a create() that fails is ERROR in stage init naming the plugin's failure, not bad input") {
+  const auto r = run_argv(with_case({"--plugin", kBroken + "/libbroken_create_fails.so", "--verify", "plain"}), 120);
+  INFO(r.out);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.rc == 1);  // a failure of the code under test: exit 1, never the bad-input exit 2
+  CHECK(has(r.out, "ERROR"));
+  CHECK(has(r.out, "plugin create() failed (plugin:broken, combination plain): create refuses: this plugin is "
+                   "broken on purpose"));
+  CHECK_FALSE(has(r.out, "InputError"));
+}
+
 TEST_CASE("--submission: process-wide settings changed at import are listed in the summary, not a verdict") {
   if (!have_numpy()) {
     MESSAGE("numpy is not importable here: not run");

@@ -88,17 +88,36 @@ TEST_CASE("load_plugin names each broken table's defect") {
   CHECK(contains(e, broken("bad_opt_name")));
 }
 
-TEST_CASE("a create() that fails is an InputError carrying the plugin's last_error text") {
+TEST_CASE("a create() that fails is the plugin's failure, not bad input, carrying its last_error text") {
   const auto plugin = load_plugin(broken("create_fails"));
   CHECK(plugin->backend_name() == "plugin:broken");
   const Problem p = make_problem(Shape{4, 4, 32, 1}, "uniform", 1);
+  // Not an InputError (the trial child would label it "InputError:", the class of the user's bad
+  // input): a failure of the code under test, ERROR in stage init.
   std::string e;
+  bool input_error = false;
   try {
     make_plugin_plan(plugin, Combo{}, p);
   } catch (const InputError& x) {
+    input_error = true;
+    e = x.what();
+  } catch (const std::runtime_error& x) {
     e = x.what();
   }
-  CHECK(contains(e, "plugin:broken create(plain) failed: create refuses: this plugin is broken on purpose"));
+  CHECK_FALSE(input_error);
+  CHECK(e == "plugin create() failed (plugin:broken, combination plain): create refuses: this plugin is broken on "
+             "purpose");
+  // A last_error(NULL) that returns NULL is named as such.
+  e.clear();
+  try {
+    make_plugin_plan(load_plugin(broken("create_fails_silently")), Combo{}, p);
+  } catch (const InputError& x) {
+    input_error = true;
+  } catch (const std::runtime_error& x) {
+    e = x.what();
+  }
+  CHECK_FALSE(input_error);
+  CHECK(e == "plugin create() failed (plugin:broken, combination plain): no reason given (last_error returned NULL)");
   // A name the plugin does not offer is refused before create().
   e.clear();
   try {
