@@ -124,8 +124,10 @@ void gen_normal(Problem& p, uint64_t seed, bool weights) {
 }
 
 // uniform: every E2M1 code equally likely; scale bytes uniform over the ScaleWindow.
-void gen_uniform(Problem& p, uint64_t seed, bool weights) {
-  const ScaleWindow w(floor_log2(p.shape.K));
+// Random codes (all 16 equally likely) for A and, with weights, B1 and B2; each scale byte from
+// draw(g), g the scale tensor's own stream.
+template <class Draw>
+void random_codes_and_scales(Problem& p, uint64_t seed, bool weights, Draw draw) {
   const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
   for (const auto& c : codes) {
     if (!weights && c.second != kA) continue;
@@ -136,8 +138,13 @@ void gen_uniform(Problem& p, uint64_t seed, bool weights) {
   for (const auto& c : scales) {
     if (!weights && c.second != kSFA) continue;
     SplitMix64 g = stream(seed, c.second);
-    for (auto& b : *c.first) b = w.draw(g);
+    for (auto& b : *c.first) b = draw(g);
   }
+}
+
+void gen_uniform(Problem& p, uint64_t seed, bool weights) {
+  const ScaleWindow w(floor_log2(p.shape.K));
+  random_codes_and_scales(p, seed, weights, [&](SplitMix64& g) { return w.draw(g); });
 }
 
 // pow2: every E2M1 code equally likely (as uniform); each scale byte independently 2^(h-2) or
@@ -151,18 +158,7 @@ void gen_uniform(Problem& p, uint64_t seed, bool weights) {
 void gen_pow2(Problem& p, uint64_t seed, bool weights) {
   const int top = -((floor_log2(p.shape.K) + 1) / 4);
   const uint8_t lo = pow2_byte(top - 2), hi = pow2_byte(top - 1);
-  const std::pair<std::vector<uint8_t>*, uint64_t> codes[] = {{&p.a, kA}, {&p.b1, kB1}, {&p.b2, kB2}};
-  for (const auto& c : codes) {
-    if (!weights && c.second != kA) continue;
-    SplitMix64 g = stream(seed, c.second);
-    random_codes(g, c.first->data(), c.first->size());
-  }
-  const std::pair<std::vector<uint8_t>*, uint64_t> scales[] = {{&p.sfa, kSFA}, {&p.sfb1, kSFB1}, {&p.sfb2, kSFB2}};
-  for (const auto& c : scales) {
-    if (!weights && c.second != kSFA) continue;
-    SplitMix64 g = stream(seed, c.second);
-    for (auto& b : *c.first) b = g.below(2) ? hi : lo;
-  }
+  random_codes_and_scales(p, seed, weights, [&](SplitMix64& g) { return g.below(2) ? hi : lo; });
 }
 
 // edge: all 16 codes (including -0), and scales chosen per K-block kb (nkb = K/16 blocks):

@@ -12,10 +12,14 @@
 #include "harness_cli.hpp"
 #include "npy.hpp"
 #include "reference.hpp"
+#include "npy_cases.hpp"
 
 using harness_cli::has;
 using harness_cli::run;
 using namespace nvfp4;
+
+using nvfp4::test::to_batch_last;
+using nvfp4::test::u8;
 
 namespace {
 
@@ -25,22 +29,7 @@ std::string make_case(const Problem& p) {
   return dir;
 }
 
-NpyArray u8(std::vector<int64_t> shape, std::vector<uint8_t> data) {
-  NpyArray a;
-  a.type = NpyType::U8;
-  a.shape = std::move(shape);
-  a.data = std::move(data);
-  return a;
-}
 
-// (L, rows, cols) bytes -> (rows, cols, L).
-std::vector<uint8_t> to_batch_last(const std::vector<uint8_t>& v, int64_t L, int64_t rows, int64_t cols) {
-  std::vector<uint8_t> o(v.size());
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) o[size_t((r * cols + c) * L + l)] = v[size_t((l * rows + r) * cols + c)];
-  return o;
-}
 
 }  // namespace
 
