@@ -6,7 +6,8 @@ inputs) and prints a markdown table from the JSON reports:
 
   planted bug | harness verdict | caught by (per criterion, the trials it failed first: bound,
   certificate, statistic, mean_square, direction; a configuration of stage configs; another
-  outcome) | GPU MODE's rule (trials it fails)
+  outcome) | GPU MODE's rule (trials it fails) | named as (what the FAIL messages name, docs/design.md
+  §4.14: the misreading, another call's inputs or where the flagged elements lie; the commonest name)
 
 The bugs are the planted module's own list (`harness list`: every variant whose summary starts with
 "planted:"), so a new planted bug gets its row without an edit here.
@@ -53,6 +54,30 @@ def key(t):
     return c.get("inputs") or f'{c.get("shape")} {c.get("dist")} {c.get("seed")}'
 
 
+def name_of(t):
+    """What a FAIL trial's message names (docs/design.md §4.14): the misreading its output computes,
+    another call's inputs, or where its flagged elements lie; None when it names nothing."""
+    m = t.get("metrics", {})
+    what = m.get("misreading", "")
+    if what.startswith("the output is what ") and " gives" in what:
+        return what[len("the output is what "):what.index(" gives")]
+    if "matches the reference of" in t.get("message", ""):
+        return "another call's inputs"
+    if m.get("flagged_where"):
+        return "in " + m["flagged_where"]
+    return None
+
+
+def named_as(trials):
+    """The name most failing trials get, and how many got any name: "B1 and B2 ... (51); named in 55 of 60"."""
+    names = [name_of(t) for t in trials if t["outcome"] == "FAIL"]
+    got = [n for n in names if n]
+    if not got:
+        return "-"
+    top = max(set(got), key=lambda n: (got.count(n), n))
+    return f"{top} ({got.count(top)}); named in {len(got)} of {len(names)}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--harness", required=True)
@@ -71,8 +96,8 @@ def main():
     if not bugs:
         print("no planted bugs listed: is --paths the planted modules' folder?", file=sys.stderr)
         return 2
-    print("| planted bug | harness | caught by (trials) | GPU MODE's rule (trials) |")
-    print("|---|---|---|---|")
+    print("| planted bug | harness | caught by (trials) | GPU MODE's rule (trials) | named as (trials) |")
+    print("|---|---|---|---|---|")
     caught_h = caught_g = 0
     for bug in bugs:
         d = run(harness, bug, EXTRA.get(bug, []), out)
@@ -94,7 +119,7 @@ def main():
         caught_h += d["exit_code"] == 1
         caught_g += gm > 0
         print(f"| {bug} | {verdict} | {', '.join(by) or '-'} of {len(trials)} | "
-              f"{'yes' if gm else 'no'} ({gm}) |")
+              f"{'yes' if gm else 'no'} ({gm}) | {named_as(trials)} |")
     print(f"\nharness: {caught_h} of {len(bugs)} caught; GPU MODE's rule: {caught_g} of {len(bugs)}")
     return 0
 

@@ -1,6 +1,8 @@
 // casemode.cpp — case-directory checks (see casemode.hpp).
 #include "casemode.hpp"
 
+#include "misreading.hpp"
+
 #include "case_dir.hpp"
 #include "npy.hpp"
 
@@ -13,6 +15,8 @@ CheckResult check_output_file(const CaseSpec& c, const std::string& output_npy) 
   const std::vector<uint16_t> out = load_output(output_npy, p.shape, c.batch_last);
   r.info = analyse_case(c, p);
   r.cmp = compare_output(r.info->ref, r.info->alpha1, r.info->alpha2, out.data(), nullptr, nullptr, 1);
+  if (!r.cmp.pass())
+    if (const auto found = find_misreading(p, out.data())) r.cmp.misreading = found->text();
   return r;
 }
 

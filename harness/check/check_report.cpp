@@ -6,6 +6,8 @@
 // nvfp4_dual.check, which calls the same functions).
 #include "check_report.hpp"
 
+#include "misreading.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -48,6 +50,8 @@ CheckResult check_output(const Problem& p, const uint16_t* output, bool keep_ref
   auto info = analyse_case(spec, p);
   CheckResult r;
   r.cmp = compare_output(info->ref, info->alpha1, info->alpha2, output, nullptr, nullptr, 1);
+  if (!r.cmp.pass())
+    if (const auto found = find_misreading(p, output)) r.cmp.misreading = found->text();
   if (!keep_reference) {  // the flags and names, without copying the arrays
     info = info->light();
   }
@@ -100,6 +104,9 @@ void write_comparison_text(std::ostream& os, const Comparison& c, const std::str
      << c.dir_elements << " elements that round away from zero rounded toward it (limit " << c.dir_limit
      << "), margin " << stat_margin_text(c.dir_margin) << "\n";
   if (!c.dir_pass()) os << in << "  " << c.dir_message() << "\n";
+  if (const std::string w = c.flagged.text(); !w.empty())
+    os << in << "flagged elements: " << c.flagged.count << ", all in " << w << "\n";
+  if (!c.misreading.empty()) os << in << "misreading: " << c.misreading << "\n";
   os << in << "attribution: " << c.attribution_detail << "\n";
   os << in << "GPU MODE check (|x-ref| <= 1e-3 + 1e-3*|ref|): " << (c.gpumode_pass() ? "pass" : "FAIL")
      << " (" << c.gpumode_mismatch << " mismatches)\n";
@@ -138,6 +145,9 @@ Json comparison_json(const Comparison& c) {
   j["ulp_histogram"] = std::move(hist);
   j["worst"] = elements(c.worst);
   j["unwritten_at"] = elements(c.first_poisoned);
+  j["flagged"] = c.flagged.count;
+  j["flagged_where"] = c.flagged.text();
+  j["misreading"] = c.misreading;
   j["attribution"] = c.attribution;
   j["attribution_detail"] = c.attribution_detail;
   if (c.g_out_of_bound >= 0) {

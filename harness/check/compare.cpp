@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "formats.hpp"
 #include "silu.hpp"
@@ -351,6 +352,104 @@ std::vector<std::string> scan_scales(const Problem& p) {
   scan(p.sfb1, p.shape.N, "SFB1");
   scan(p.sfb2, p.shape.N, "SFB2");
   return lines;
+}
+
+void Locations::add(int64_t l, int64_t m, int64_t n) {
+  if (count++ == 0) {
+    l0 = l1 = l;
+    m0 = m1 = m;
+    n0 = n1 = n;
+  } else {
+    l0 = std::min(l0, l), l1 = std::max(l1, l);
+    m0 = std::min(m0, m), m1 = std::max(m1, m);
+    n0 = std::min(n0, n), n1 = std::max(n1, n);
+  }
+  m_mod.set(size_t(m % 128));
+  n_mod.set(size_t(n % 128));
+  for (int t = 0; t < kTails; ++t) {
+    const int64_t T = int64_t(8) << t;
+    in_tails[size_t(t)] += m >= shape.M / T * T || n >= shape.N / T * T;
+  }
+}
+
+void Locations::merge(const Locations& later) {
+  if (later.count == 0) return;
+  if (count == 0) {
+    *this = later;
+    return;
+  }
+  count += later.count;
+  l0 = std::min(l0, later.l0), l1 = std::max(l1, later.l1);
+  m0 = std::min(m0, later.m0), m1 = std::max(m1, later.m1);
+  n0 = std::min(n0, later.n0), n1 = std::max(n1, later.n1);
+  m_mod |= later.m_mod;
+  n_mod |= later.n_mod;
+  for (int t = 0; t < kTails; ++t) in_tails[size_t(t)] += later.in_tails[size_t(t)];
+}
+
+namespace {
+// The range [lo, hi] of an index of extent `size` as words: "" when it is over half of it.
+std::string span_text(const char* one, const char* many, int64_t lo, int64_t hi, int64_t size) {
+  if (2 * (hi - lo + 1) > size) return "";  // over half of it: no pattern worth naming
+  if (lo == hi) return std::string(one) + " " + std::to_string(lo) + (lo == size - 1 && size > 1 ? " (the last)" : "");
+  return std::string(many) + " " + std::to_string(lo) + ".." + std::to_string(hi);
+}
+// The largest modulus q in 2..128 (q < size) under which every index seen leaves one residue r:
+// {q, r}, or {0, 0} when there is none.
+std::pair<int, int> residue_class(const std::bitset<128>& seen, int64_t size) {
+  for (int q = 128; q >= 2; q /= 2) {
+    if (q >= size) continue;
+    int r = -1;
+    bool one = true;
+    for (int i = 0; i < 128 && one; ++i)
+      if (seen[size_t(i)]) {
+        if (r < 0) r = i % q;
+        one = r == i % q;
+      }
+    if (one && r >= 0) return {q, r};
+  }
+  return {0, 0};
+}
+}  // namespace
+
+std::string Locations::text() const {
+  if (count < 2 || l1 < 0) return "";
+  std::vector<std::string> parts;
+  if (shape.L > 1) {
+    const std::string b = span_text("batch", "batches", l0, l1, shape.L);
+    if (!b.empty()) parts.push_back(b);
+  }
+  // A dimension's span and the residue class all its flagged indices share, if any (the span left
+  // out where it only runs from the class's first member to its last).
+  auto dim = [&](const char* one, const char* many, const char* var, int64_t lo, int64_t hi, int64_t size,
+                 const std::bitset<128>& seen) {
+    std::string span = span_text(one, many, lo, hi, size);
+    if (count < 8 || lo == hi) return span;
+    const auto [q, r] = residue_class(seen, size);
+    if (q == 0) return span;
+    const std::string cls = std::string(var) + " % " + std::to_string(q) + " == " + std::to_string(r);
+    if (span.empty() || (lo < q && hi >= size - q)) return std::string(many) + " " + cls;
+    return span + " with " + cls;
+  };
+  const std::string rows = dim("row", "rows", "m", m0, m1, shape.M, m_mod);
+  const std::string cols = dim("column", "columns", "n", n0, n1, shape.N, n_mod);
+  if (!rows.empty()) parts.push_back(rows);
+  if (!cols.empty()) parts.push_back(cols);
+  if (rows.empty() && cols.empty())
+    for (int t = 0; t < kTails; ++t) {
+      const int64_t T = int64_t(8) << t, rm = shape.M / T * T, rn = shape.N / T * T;
+      // rm == 0 (or rn == 0): every row (column) is in the tail, and so is every element.
+      if (in_tails[size_t(t)] != count || (rm == shape.M && rn == shape.N) || rm == 0 || rn == 0) continue;
+      std::string tail = "the M and N tails past the last whole tile of " + std::to_string(T) + " (";
+      if (rm < shape.M) tail += "rows >= " + std::to_string(rm);
+      if (rm < shape.M && rn < shape.N) tail += " or ";
+      if (rn < shape.N) tail += "columns >= " + std::to_string(rn);
+      parts.push_back(tail + ")");
+      break;
+    }
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
+  return s;
 }
 
 }  // namespace nvfp4

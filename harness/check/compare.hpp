@@ -100,6 +100,8 @@
 // and P(T >= t) <= e^-mu (e mu / t)^t (Chernoff) for t > mu; the limit is the smallest t with that
 // bound <= kFalseAlarm. T above it FAILS ("direction"); margin = limit / T.
 #pragma once
+#include <array>
+#include <bitset>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -235,6 +237,27 @@ int ulp_bucket(uint32_t distance);
 std::string ulp_bucket_label(int bucket);
 
 // Metrics of one output against the reference.
+// Where the flagged elements of one output lie: those unwritten, rejected by the bound,
+// unexplained by the statistic or violating the certificate (criteria.hpp, Where). A bug confined
+// to a lane, a tile, a batch or the tails of M and N shows as a pattern here while the criteria
+// count it like any other error.
+struct Locations {
+  static constexpr int kTails = 6;  // tiles of 8, 16, ..., 256
+  Shape shape;
+  int64_t count = 0;
+  int64_t l0 = 0, l1 = -1, m0 = 0, m1 = -1, n0 = 0, n1 = -1;  // the bounding box (empty: l1 < 0)
+  std::bitset<128> m_mod, n_mod;  // m % 128 and n % 128 seen
+  // in_tails[t]: flagged elements in row m >= M / T * T or column n >= N / T * T, T = 8 << t.
+  std::array<int64_t, kTails> in_tails{};
+
+  void add(int64_t l, int64_t m, int64_t n);
+  void merge(const Locations& later);
+  // "columns n % 4 == 3", "batch 1, rows 128..255", "the M and N tails past the last whole tile of
+  // 64 (rows >= 64 or columns >= 64)"; "" when there are fewer than two or they show no pattern.
+  // Residue classes need at least 8 flagged elements.
+  std::string text() const;
+};
+
 struct Comparison {
   int64_t elements = 0;
   int64_t over_tolerance = 0;   // rejected elements (includes the three kinds below)
@@ -251,6 +274,10 @@ struct Comparison {
   std::vector<int64_t> ulp_hist = std::vector<int64_t>(kUlpBuckets, 0);
   std::vector<ElementReport> worst;          // up to 5 rejected, largest err/bound first
   std::vector<ElementReport> first_poisoned; // up to 5
+  Locations flagged;                         // where the flagged elements lie
+  // What a failing output computes instead (misreading.hpp), set by the callers that hold the
+  // inputs (check_output, check_output_file, evaluate_trial); "" when nothing fits or not asked.
+  std::string misreading;
 
   // Attribution of the error: "none", "gemm", "epilogue" or "unknown", with a sentence.
   std::string attribution = "unknown";

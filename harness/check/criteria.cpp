@@ -81,6 +81,7 @@ Element make_element(const Scan& scan, const uint16_t* got, const std::vector<fl
   e.er.l = i / (s.M * s.N);
   e.er.m = (i / s.N) % s.M;
   e.er.n = i % s.N;
+  e.shape = &s;
   e.er.got = e.got;
   e.er.ref = e.ref;
   e.er.call = call;
@@ -222,11 +223,29 @@ void Bound::finish(Comparison& out, const Scan&) const {
   out.worst = worst;
 }
 
+namespace {
+// The certificate at one certified element: its error, the half spacing allowed on top of e_cert,
+// and the margin e_cert / (err - h) (+inf within h; < 1 is a violation).
+struct CertCheck {
+  double err, h, margin;
+};
+CertCheck cert_check(const Element& e) {
+  const double err = std::fabs(e.x - e.v.exact);
+  const double h = fp16_ulp_at(std::fabs(e.v.exact) + e.e_cert) / 2;
+  return {err, h, err > h ? e.e_cert / (err - h) : kInf};
+}
+// The statistic's excess z of one element (0 when within one correct rounding and e_ep).
+double stat_excess(const Element& e) {
+  if (!e.stat || !(e.beyond > 0)) return 0;
+  return e.sc.tau > 0 ? e.beyond / e.sc.tau : kInf;
+}
+}  // namespace
+
 void OutlierCount::observe(const Element& e) {
   if (!e.stat) return;
   ++elements;
   if (!(e.beyond > 0)) return;
-  const double z = e.sc.tau > 0 ? e.beyond / e.sc.tau : kInf;
+  const double z = stat_excess(e);
   excess.push_back(z);
   if (z > Statistic::kLambda) {
     ++unexplained;
@@ -268,13 +287,12 @@ void OutlierCount::finish(Comparison& out, const Scan& scan) const {
   }
 }
 
+
 void Certified::observe(const Element& e) {
   if (!e.certified) return;
   ++elements;
-  const double err = std::fabs(e.x - e.v.exact);
-  const double h = fp16_ulp_at(std::fabs(e.v.exact) + e.e_cert) / 2;
+  const auto [err, h, m] = cert_check(e);
   if (!(err > h)) return;
-  const double m = e.e_cert / (err - h);
   margin = std::min(margin, m);
   if (m >= 1) return;
   ++violations;
@@ -340,6 +358,18 @@ void RoundingDirection::finish(Comparison& out, const Scan&) const {
   out.dir_expected = mu;
   out.dir_limit = std::min<int64_t>(elements, Direction::limit(mu));
   if (toward > 0) out.dir_margin = double(out.dir_limit) / double(toward);
+}
+
+void Where::observe(const Element& e) {
+  const bool flagged = e.poisoned || !e.v.ok || (e.certified && cert_check(e).margin < 1) ||
+                       stat_excess(e) > Statistic::kLambda;
+  if (!flagged) return;
+  at.shape = *e.shape;
+  at.add(e.er.l, e.er.m, e.er.n);
+}
+void Where::finish(Comparison& out, const Scan& scan) const {
+  out.flagged = at;
+  out.flagged.shape = scan.ref.shape;
 }
 
 void Attribution::observe(const Element& e) {

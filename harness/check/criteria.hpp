@@ -40,6 +40,7 @@ struct Element {
   uint16_t got = 0, ref = 0;
   double g = 0, u = 0, s_g = 0, s_u = 0;
   ElementReport er;           // indices, bits, call; exact/err/bound from the verdict
+  const Shape* shape = nullptr;  // the output's
   bool poisoned = false;      // still holds kPoisonBits (nothing below is set then)
   bool got_nan = false, ref_nan = false;
   bool gemm_error = false;    // intermediates given and G or U outside gemm_bound
@@ -134,6 +135,13 @@ struct RoundingDirection {  // elements rounded toward zero where the exact valu
   void finish(Comparison& out, const Scan&) const;
 };
 
+struct Where {  // Comparison::flagged: the elements another accumulator flags, by position
+  Locations at;
+  void observe(const Element& e);
+  void merge(const Where& o) { at.merge(o.at); }
+  void finish(Comparison& out, const Scan& scan) const;
+};
+
 struct Attribution {  // where the rejected elements went wrong (reads the finished bound counts)
   int64_t g_off = 0, u_off = 0, rejected_real = 0, rejected_with_gemm_error = 0;
   void observe(const Element& e);
@@ -161,7 +169,7 @@ struct Criteria {
 };
 
 using AllCriteria = Criteria<Poison, GpuMode, UlpHistogram, MaxError, Bound, OutlierCount, Certified,
-                             MeanSquareExcess, RoundingDirection, Attribution>;
+                             MeanSquareExcess, RoundingDirection, Where, Attribution>;
 
 // Fills the shared quantities of element i (everything but the accumulators' own work).
 Element make_element(const Scan& scan, const uint16_t* got, const std::vector<float>* g_hat,

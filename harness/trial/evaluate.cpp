@@ -2,6 +2,8 @@
 // reference of its own input set, both criteria (compare.hpp), and the stale-output diagnosis (a
 // failing output that matches another set's reference). See trial.hpp, evaluate_trial.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <sstream>
 #include <string>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include "external.hpp"
+#include "input_store.hpp"
+#include "misreading.hpp"
 #include "output_guard.hpp"
 #include "trial.hpp"
 
@@ -268,6 +272,52 @@ static std::string stale_diagnosis(const TrialResult& r, const std::vector<int>&
   return m.str();
 }
 
+// What the first failing call that no other input set explains computes instead (misreading.hpp),
+// as a clause appended to the failure message ("" when no misreading fits). Its sources for kept
+// tensors are the inputs the path was handed before that call: the warm-up's and the earlier calls'.
+static std::string misreading_clause(const TrialSpec& spec, TrialResult& r, const ChildReport& child,
+                                     const std::vector<int>& failing, const std::vector<SubmissionCall>& inputs) {
+  // A run whose every trial fails on large cases would otherwise spend minutes here: the run's
+  // diagnoses share one budget of wall time (a diagnosis is ~0.2 s plus reading its input sets).
+  static std::atomic<int64_t> spent_ms{0};
+  constexpr int64_t kBudgetMs = 60000;
+  int call = 0;
+  for (int f : failing)
+    if (r.matches_set_per_call[size_t(f - 1)] < 0 && (call == 0 || f == r.cmp_call)) call = f;
+  if (call == 0) return "";
+  if (spent_ms.load() > kBudgetMs) return "; no misreading sought (the run's minute for them is spent)";
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Charge {  // adds this diagnosis's time to the budget however it ends
+    std::chrono::steady_clock::time_point t0;
+    ~Charge() {
+      spent_ms += std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } charge{t0};
+  const int runs = spec.options.runs;
+  try {
+    Problem base;
+    if (!read_stored_set(spec.options.input_store, spec.c, 0, InputSet::Activations, base)) base = spec.c.make();
+    const Problem own = submission_input_set(spec, base, inputs[size_t(call - 1)]);
+    std::vector<Problem> earlier;
+    std::vector<std::string> labels;
+    auto add = [&](int index, const std::string& label) {
+      if (index < 0 || index >= int(inputs.size()) || index == call - 1) return;
+      earlier.push_back(submission_input_set(spec, base, inputs[size_t(index)]));
+      labels.push_back(label);
+    };
+    add(warmup_set(runs), "the warm-up's inputs");
+    for (int c = 1; c < call; ++c) add(c - 1, "call " + std::to_string(c) + "'s inputs");
+    std::vector<MisreadingSource> sources;
+    for (size_t i = 0; i < earlier.size(); ++i) sources.push_back({labels[i], &earlier[i]});
+    const auto found = find_misreading(own, child.outputs[size_t(call - 1)].data(), sources);
+    if (!found) return "";
+    if (call == r.cmp_call) r.cmp.misreading = found->text();
+    return "; " + std::string(failing.size() > 1 ? "in call " + std::to_string(call) + ", " : "") + found->text();
+  } catch (const std::exception&) {
+    return "";  // the inputs cannot be rebuilt here (a case directory gone): no diagnosis
+  }
+}
+
 TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, ReferenceCache& cache) {
   TrialResult r;
   r.spec = spec;
@@ -459,7 +509,11 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     m << ")";
   }
   if (one && calls > 1) m << " (other calls pass)";
+  if (const std::string w = r.cmp.flagged.text(); !w.empty())
+    m << "; the " << r.cmp.flagged.count << " elements any criterion flags" << (one ? "" : " in call " + std::to_string(r.cmp_call))
+      << " all lie in " << w;
   m << stale_diagnosis(r, failing, inputs, submission, calls, runs, case_alphas);
+  if (case_alphas.empty()) m << misreading_clause(spec, r, child, failing, inputs);
   // Where every failing output is another set's result, the criteria's details describe the wrong
   // inputs, not a precision loss: left out.
   bool all_stale = true;

@@ -75,15 +75,22 @@ TEST_CASE("the correct plain path passes with the planted modules (the planted v
 }
 
 // Precision: the statistic and the certificate catch what the worst-case bound lets through.
-TEST_CASE("bf16-intermediates") { expect_caught("bf16-intermediates", "statistic"); }
+TEST_CASE("bf16-intermediates") {
+  const Caught c = expect_caught("bf16-intermediates", "statistic");
+  CHECK(harness_cli::has(c.out, "the output is what alpha1*G and alpha2*U rounded to bf16 before the epilogue gives"));
+}
 TEST_CASE("fp16-intermediates") { expect_caught("fp16-intermediates", "certificate"); }
 TEST_CASE("fp16-accumulation") { expect_caught("fp16-accumulation", "statistic"); }
 TEST_CASE("truncating-lane") {
   const Caught c = expect_caught("truncating-lane", "statistic");
   CHECK(c.by_bound == 0);  // one ulp: within the worst-case bound everywhere
+  CHECK(harness_cli::has(c.out, "all lie in columns n % 4 == 3"));
 }
 TEST_CASE("silu-polynomial") { expect_caught("silu-polynomial", "statistic"); }
-TEST_CASE("dropped-block") { expect_caught("dropped-block", "bound"); }
+TEST_CASE("dropped-block") {
+  const Caught c = expect_caught("dropped-block", "bound");
+  CHECK(harness_cli::has(c.out, ") left out gives"));  // the block, named by its K range
+}
 
 // Caught by one criterion alone in at least one trial: a single truncated element per output,
 // which no statistic can tell from noise, by the certificate (G and U exact in fp32 there); an
@@ -94,6 +101,7 @@ TEST_CASE("truncating-tail") {
   const Caught c = expect_caught("truncating-tail", "certificate");
   CHECK(c.by_bound == 0);
   CHECK(c.certificate_only > 0);
+  CHECK(harness_cli::has(c.out, "(the last), column"));  // the last element of the batch
 }
 TEST_CASE("acc-13-bits") { expect_caught("acc-13-bits", "mean_square"); }
 // An fp16 split-K workspace used only for K > 4096: its errors at K = 7168 stay below every
@@ -105,21 +113,42 @@ TEST_CASE("fp16-partials-long-k") {
 }
 
 // Wrong data or wrong formula: far outside the bound.
-TEST_CASE("silu-wrong-gemm") { expect_caught("silu-wrong-gemm", "bound"); }
-TEST_CASE("nibble-swap") { expect_caught("nibble-swap", "bound"); }
-TEST_CASE("scale-per-32") { expect_caught("scale-per-32", "bound"); }
-TEST_CASE("e4m3fnuz-scales") { expect_caught("e4m3fnuz-scales", "bound"); }
-TEST_CASE("subnormal-scales-flushed") { expect_caught("subnormal-scales-flushed", "bound"); }
+TEST_CASE("silu-wrong-gemm") {
+  const Caught c = expect_caught("silu-wrong-gemm", "bound");
+  CHECK(harness_cli::has(c.out, "the output is what B1 and B2 in each other's place"));
+}
+TEST_CASE("nibble-swap") {
+  const Caught c = expect_caught("nibble-swap", "bound");
+  CHECK(harness_cli::has(c.out, "the output is what B1's FP4 nibbles read high first gives"));
+}
+TEST_CASE("scale-per-32") {
+  const Caught c = expect_caught("scale-per-32", "bound");
+  CHECK(harness_cli::has(c.out, "block scales taken one per 32 elements"));
+}
+TEST_CASE("e4m3fnuz-scales") {
+  const Caught c = expect_caught("e4m3fnuz-scales", "bound");
+  CHECK(harness_cli::has(c.out, "scale bytes decoded as E4M3FNUZ (bias 8) gives"));
+}
+TEST_CASE("subnormal-scales-flushed") {
+  const Caught c = expect_caught("subnormal-scales-flushed", "bound");
+  CHECK(harness_cli::has(c.out, "subnormal scale bytes flushed to zero gives"));
+}
 TEST_CASE("nan-scale-as-number") {
   // The default suite has no NaN scale bytes yet; the golden case directory does.
   expect_caught("nan-scale-as-number", "bound",
                 std::string("--inputs ") + NVFP4_SOURCE_DIR + "/data/golden/nan_scale_3x5x32_seed4");
 }
-TEST_CASE("ragged-unwritten") { expect_caught("ragged-unwritten", "bound"); }
+TEST_CASE("ragged-unwritten") {
+  const Caught c = expect_caught("ragged-unwritten", "bound");
+  CHECK(harness_cli::has(c.out, "all lie in the M and N tails past the last whole tile of 8"));
+}
 TEST_CASE("nondeterministic") { expect_caught("nondeterministic", "bound"); }
 
 // Caught by fresh inputs on every call and by the suite's alpha != 1 cases.
-TEST_CASE("alpha-ignored") { expect_caught("alpha-ignored", "bound"); }
+TEST_CASE("alpha-ignored") {
+  const Caught c = expect_caught("alpha-ignored", "bound");
+  CHECK(harness_cli::has(c.out, "the output is what neither alpha applied gives"));
+}
 TEST_CASE("cached-result") { expect_caught("cached-result", "bound"); }
 TEST_CASE("ignores-inputs") { expect_caught("ignores-inputs", "bound"); }
 TEST_CASE("poison-only") { expect_caught("poison-only", "bound"); }

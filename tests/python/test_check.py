@@ -159,3 +159,17 @@ def test_json_fields_are_the_clis(harness_bin, tmp_path):
     cli_keys = set(trial["metrics"]) - optional
     ours = set(nd.check(g["c"], *(g[f] for f in INPUTS)).metrics) - optional
     assert ours == cli_keys
+
+
+def test_a_wrong_output_is_named_by_what_it_computes():
+    # The output of a kernel that reads B1's nibbles high first, made by swapping them in the inputs:
+    # the report names the misreading and its JSON carries it (docs/design.md §4.14).
+    x = nd.generate("64x96x256", "normal", 8)
+    swapped = x._replace(b1=((x.b1 << 4) | (x.b1 >> 4)).astype(np.uint8))
+    c, _, _ = nd.reference(*swapped)
+    r = nd.check(c, *x)
+    assert not r.ok
+    assert "misreading: the output is what B1's FP4 nibbles read high first gives" in str(r)
+    assert r.metrics["misreading"].startswith("the output is what B1's FP4 nibbles read high first gives")
+    good, _, _ = nd.reference(*x)
+    assert nd.check(good, *x).metrics["misreading"] == ""
