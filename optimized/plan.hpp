@@ -27,7 +27,7 @@ namespace nvfp4 {
 // another. Load, setup and teardown belong to the harness's child around the path; tune and
 // capture run only when an optimization adds them; configs only where the base path offers more than
 // one configuration (§3.2); time only in bench mode (§4.1).
-enum class Stage { Load, Setup, Init, Tune, Warmup, Capture, Run, Configs, Time, Teardown };
+enum class Stage { Load, Setup, Init, Tune, Warmup, Capture, Run, Instances, Configs, Time, Teardown };
 
 struct StageInfo {
   Stage id;
@@ -47,6 +47,9 @@ inline constexpr StageInfo kStages[] = {
     {Stage::Warmup, "warmup", 30, Stage::Warmup, true, "the eager calls before the checked ones"},
     {Stage::Capture, "capture", 30, Stage::Capture, true, "graph capture and instantiation"},
     {Stage::Run, "run", 60, Stage::Run, true, "the checked calls"},
+    {Stage::Instances, "instances", 60, Stage::Instances, false,
+     "a second plan of the path built on other weights beside the first, the two called in turn and the "
+     "first once more after the second is destroyed: state shared between instances"},
     {Stage::Configs, "configs", 300, Stage::Configs, false,
      "every configuration the base path offers for the shape (Plan::candidates), one checked call each"},
     {Stage::Time, "time", 60, Stage::Time, true, "bench mode: the timed steady state"},

@@ -59,8 +59,8 @@ def name_of(t):
     another call's inputs, or where its flagged elements lie; None when it names nothing."""
     m = t.get("metrics", {})
     what = m.get("misreading", "")
-    if what.startswith("the output is what ") and " gives" in what:
-        return what[len("the output is what "):what.index(" gives")]
+    if what.startswith("the output matches ") and ", on " in what:
+        return what[len("the output matches "):what.rindex(", on ")]
     if "matches the reference of" in t.get("message", ""):
         return "another call's inputs"
     if m.get("flagged_where"):

@@ -289,7 +289,7 @@ size_t ReferenceCache::default_bytes() {
 }
 
 void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads,
-                              const SetSink& on_set) {
+                              const SetSink& on_set, bool second_instance) {
   struct Task {
     size_t c;  // index into `todo`
     int set;
@@ -312,6 +312,8 @@ void ReferenceCache::prefetch(const std::vector<CaseSpec>& cases, int runs, Inpu
         const InputSet m = set == 0 ? InputSet::Activations : mode;
         if (!find(c, set, m)) mine.push_back({todo.size(), set, m, nullptr});
       }
+      if (second_instance && mode != InputSet::All && !find(c, kSameActivationsSet, InputSet::All))
+        mine.push_back({todo.size(), kSameActivationsSet, InputSet::All, nullptr});
       // What the arrays of CaseInfo::bytes() take for this shape: G, U and their abs sums in
       // fp64, C in fp16.
       const size_t one = size_t(c.shape.c_elems()) * (4 * sizeof(double) + sizeof(uint16_t));

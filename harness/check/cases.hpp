@@ -145,8 +145,10 @@ class ReferenceCache {
   // `on_set`, when given, is called (on the pool's threads) with every input set generated here,
   // set 0 included (Session writes them to its InputStore for the children).
   using SetSink = std::function<void(const CaseSpec&, int set, InputSet mode, const Problem&)>;
+  // `second_instance`: also input set kSameActivationsSet under InputSet::All, the second plan's of
+  // stage instances (harness/trial/stages.cpp), where `mode` does not already include it.
   void prefetch(const std::vector<CaseSpec>& cases, int runs, InputSet mode, unsigned threads = 0,
-                const SetSink& on_set = nullptr);
+                const SetSink& on_set = nullptr, bool second_instance = false);
   // Every case analysed so far (its set 0), in first-use order (for the report).
   const std::vector<std::shared_ptr<const CaseInfo>>& seen() const { return seen_summary_; }
   // How many references entered this cache (each (case, set, mode) once while it stays cached),

@@ -415,27 +415,43 @@ std::pair<int, int> residue_class(const std::bitset<128>& seen, int64_t size) {
 std::string Locations::text() const {
   if (count < 2 || l1 < 0) return "";
   std::vector<std::string> parts;
+  double f = 1;  // the fraction of all elements the named pattern covers
   if (shape.L > 1) {
     const std::string b = span_text("batch", "batches", l0, l1, shape.L);
-    if (!b.empty()) parts.push_back(b);
+    if (!b.empty()) {
+      parts.push_back(b);
+      f *= double(l1 - l0 + 1) / double(shape.L);
+    }
   }
   // A dimension's span and the residue class all its flagged indices share, if any (the span left
   // out where it only runs from the class's first member to its last).
   auto dim = [&](const char* one, const char* many, const char* var, int64_t lo, int64_t hi, int64_t size,
                  const std::bitset<128>& seen) {
     std::string span = span_text(one, many, lo, hi, size);
-    if (count < 8 || lo == hi) return span;
-    const auto [q, r] = residue_class(seen, size);
-    if (q == 0) return span;
+    const double span_f = span.empty() ? 1.0 : double(hi - lo + 1) / double(size);
+    // Within a span of at most 128 the residues mod 128 are the distinct indices themselves.
+    const int64_t distinct = int64_t(seen.count());
+    if (!span.empty() && hi - lo + 1 <= 128 && distinct < hi - lo + 1 && lo != hi)
+      span += " (" + std::to_string(distinct) + " of them)";
+    const auto [q, r] =
+        count < 8 || lo == hi || distinct < 3 ? std::pair<int, int>{0, 0} : residue_class(seen, size);
+    if (q == 0) {
+      f *= span_f;
+      return span;
+    }
     const std::string cls = std::string(var) + " % " + std::to_string(q) + " == " + std::to_string(r);
-    if (span.empty() || (lo < q && hi >= size - q)) return std::string(many) + " " + cls;
+    if (span.empty() || (lo < q && hi >= size - q)) {
+      f /= q;
+      return std::string(many) + " " + cls;
+    }
+    f *= span_f / q;
     return span + " with " + cls;
   };
   const std::string rows = dim("row", "rows", "m", m0, m1, shape.M, m_mod);
   const std::string cols = dim("column", "columns", "n", n0, n1, shape.N, n_mod);
   if (!rows.empty()) parts.push_back(rows);
   if (!cols.empty()) parts.push_back(cols);
-  if (rows.empty() && cols.empty())
+  if (rows.empty() && cols.empty() && count >= 8)
     for (int t = 0; t < kTails; ++t) {
       const int64_t T = int64_t(8) << t, rm = shape.M / T * T, rn = shape.N / T * T;
       // rm == 0 (or rn == 0): every row (column) is in the tail, and so is every element.
@@ -445,8 +461,13 @@ std::string Locations::text() const {
       if (rm < shape.M && rn < shape.N) tail += " or ";
       if (rn < shape.N) tail += "columns >= " + std::to_string(rn);
       parts.push_back(tail + ")");
+      f = 1 - double(rm) / double(shape.M) * double(rn) / double(shape.N);
       break;
     }
+  // A pattern is named only where scattered elements would rarely fall into it: `count` elements
+  // placed at random all land in a region covering a fraction f of the output with probability
+  // f^count; above 1e-4 the region says nothing (a few precision errors in a small output).
+  if (parts.empty() || double(count) * std::log(f) > std::log(1e-4)) return "";
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
   return s;

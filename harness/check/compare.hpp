@@ -254,7 +254,8 @@ struct Locations {
   void merge(const Locations& later);
   // "columns n % 4 == 3", "batch 1, rows 128..255", "the M and N tails past the last whole tile of
   // 64 (rows >= 64 or columns >= 64)"; "" when there are fewer than two or they show no pattern.
-  // Residue classes need at least 8 flagged elements.
+  // Residue classes need at least 8 flagged elements, and a pattern is named only when that many
+  // elements placed at random would fall into it with probability at most 1e-4.
   std::string text() const;
 };
 

@@ -6,9 +6,11 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
+#include "compare.hpp"
 #include "formats.hpp"
 #include "layout.hpp"
 
@@ -41,7 +43,8 @@ struct Operand {
 
 enum class Epi {
   SiluMul,        // the definition
-  RolesSwapped,   // silu(a2*U) * (a1*G)
+  RolesSwapped,   // silu(a2*U) * (a1*G): B1 and B2 exchanged with their alphas
+  WeightsSwapped, // silu(a1*U) * (a2*G): B1 and B2 exchanged, the alphas in place
   AlphasSwapped,  // silu(a2*G) * (a1*U)
   NoSilu,         // (a1*G) * (a2*U)
   Sigmoid,        // sigmoid(a1*G) * (a2*U)
@@ -50,7 +53,6 @@ enum class Epi {
   AlphasAfter,    // silu(G) * a1 * a2 * U
   GUbf16,         // a1*G and a2*U rounded to bf16 before the epilogue
   SiluBf16,       // silu(a1*G) rounded to bf16 before the product
-  SiluFp16,       // silu(a1*G) rounded to fp16 before the product
   OutBf16,        // the product rounded to bf16, then to fp16
 };
 
@@ -66,7 +68,6 @@ struct Entry {
   double alpha1 = 1, alpha2 = 1;
   bool transposed = false;    // the output written (N, M) per batch
   bool bf16_out = false;      // the output's bits are bf16
-  bool toward_zero = false;   // the final fp16 conversion rounds toward zero
 
   void range(int sign, int64_t from, int64_t to) {
     range_sign = sign;
@@ -121,19 +122,11 @@ double bf16_bits_value(uint16_t bits) {
 
 double silu(double x) { return x / (1 + std::exp(-x)); }
 
-// x rounded to fp16 toward zero (NaN and infinities kept; beyond the largest finite: +-65504).
-double fp16_toward_zero(double x) {
-  if (!std::isfinite(x)) return x;
-  uint16_t h = fp16_from_double(x);
-  double v = fp16_to_double(h);
-  if (std::fabs(v) > std::fabs(x)) v = fp16_to_double(uint16_t(h - 1));  // one step toward zero
-  return v;
-}
-
 double epilogue(Epi e, double g, double u, double a1, double a2) {
   switch (e) {
     case Epi::SiluMul: return silu(a1 * g) * (a2 * u);
     case Epi::RolesSwapped: return silu(a2 * u) * (a1 * g);
+    case Epi::WeightsSwapped: return silu(a1 * u) * (a2 * g);
     case Epi::AlphasSwapped: return silu(a2 * g) * (a1 * u);
     case Epi::NoSilu: return (a1 * g) * (a2 * u);
     case Epi::Sigmoid: return (a2 * u) / (1 + std::exp(-a1 * g));
@@ -142,7 +135,6 @@ double epilogue(Epi e, double g, double u, double a1, double a2) {
     case Epi::AlphasAfter: return silu(g) * a1 * a2 * u;
     case Epi::GUbf16: return silu(bf16_round(a1 * g)) * bf16_round(a2 * u);
     case Epi::SiluBf16: return bf16_round(silu(a1 * g)) * (a2 * u);
-    case Epi::SiluFp16: return fp16_to_double(fp16_from_double(silu(a1 * g))) * (a2 * u);
     case Epi::OutBf16: return bf16_round(silu(a1 * g) * (a2 * u));
   }
   return kNaN;
@@ -197,7 +189,7 @@ class Evaluator {
       dot(e, at, 0, s_.K, g, u);
     }
     const double c = epilogue(e.epi, g, u, e.alpha1, e.alpha2);
-    return e.toward_zero ? fp16_toward_zero(c) : fp16_to_double(fp16_from_double(c));
+    return fp16_to_double(fp16_from_double(c));
   }
 
  private:
@@ -296,8 +288,18 @@ std::vector<Entry> catalogue(const Problem& p, const std::vector<MisreadingSourc
   const bool alphas = p.alpha1 != 1.0f || p.alpha2 != 1.0f;
 
   // The epilogue.
-  add(with([](Entry& e) { e.epi = Epi::RolesSwapped; }), "B1 and B2 in each other's place: silu(A*B2^T) * (A*B1^T)",
-      "the gate and up weights handed in the other order, or the halves of a fused [gate; up] weight swapped?");
+  const char* swapped = "the gate and up weights handed in the other order, or the halves of a fused [gate; up] weight "
+                        "swapped?";
+  if (p.alpha1 == p.alpha2) {
+    add(with([](Entry& e) { e.epi = Epi::RolesSwapped; }),
+        "B1 and B2 in each other's place: silu(alpha*A*B2^T) * (alpha*A*B1^T)", swapped);
+  } else {
+    add(with([](Entry& e) { e.epi = Epi::WeightsSwapped; }),
+        "B1 and B2 in each other's place, the alphas in theirs: silu(alpha1*A*B2^T) * (alpha2*A*B1^T)", swapped);
+    add(with([](Entry& e) { e.epi = Epi::RolesSwapped; }),
+        "B1 and B2 in each other's place with their alphas: silu(alpha2*A*B2^T) * (alpha1*A*B1^T)",
+        "the two projections, global scales included, handed in the other order?");
+  }
   add(with([](Entry& e) { e.epi = Epi::NoSilu; }), "no silu: (alpha1*A*B1^T) * (alpha2*A*B2^T)", "the activation left out?");
   add(with([](Entry& e) { e.epi = Epi::Sigmoid; }), "sigmoid instead of silu: sigmoid(alpha1*G) * (alpha2*U)",
       "silu(x) = x * sigmoid(x) without its factor x?");
@@ -317,10 +319,7 @@ std::vector<Entry> catalogue(const Problem& p, const std::vector<MisreadingSourc
   const char* precision = "an intermediate held in a narrower type than fp32?";
   add(with([](Entry& e) { e.epi = Epi::GUbf16; }), "alpha1*G and alpha2*U rounded to bf16 before the epilogue", precision);
   add(with([](Entry& e) { e.epi = Epi::SiluBf16; }), "silu(alpha1*G) rounded to bf16 before the product", precision);
-  add(with([](Entry& e) { e.epi = Epi::SiluFp16; }), "silu(alpha1*G) rounded to fp16 before the product", precision);
   add(with([](Entry& e) { e.epi = Epi::OutBf16; }), "the output rounded to bf16 before fp16", precision);
-  add(with([](Entry& e) { e.toward_zero = true; }), "the fp16 conversion rounding toward zero",
-      "a truncating conversion (a round-toward-zero intrinsic, or bits cut from an fp32)?");
   add(with([](Entry& e) { e.bf16_out = true; }), "bf16 bits in the fp16 output",
       "the output computed as bf16 and its bytes stored into the fp16 tensor?");
   if (s.M > 1 && s.N > 1)
@@ -334,7 +333,8 @@ std::vector<Entry> catalogue(const Problem& p, const std::vector<MisreadingSourc
     void (*apply)(Operand&);
   };
   static const Reading readings[] = {
-      {"FP4 nibbles read high first", "element 2j of a packed E2M1 row is in the low nibble of byte j",
+      {"FP4 nibbles read high first",
+       "the packed E2M1 bytes unpacked high nibble first? (element 2j is in the low nibble of byte j)",
        [](Operand& o) { o.swap_nibbles = true; }},
       {"scale bytes decoded as UE8M0 (2^(byte-127), MX's scales)", "an MXFP4 scale decoder on NVFP4's E4M3 scales?",
        [](Operand& o) { o.scale_code = ScaleCode::UE8M0; }},
@@ -432,7 +432,8 @@ std::vector<Entry> catalogue(const Problem& p, const std::vector<MisreadingSourc
 
 std::string MisreadingMatch::text() const {
   std::ostringstream m;
-  m << "the output is what " << what << " gives, on " << fitting << " of the " << apart << " sampled elements that tell it from the reference";
+  m << "the output matches " << what << ", on " << fitting << " of the " << apart
+    << " sampled elements that tell it from the reference";
   if (!hint.empty()) m << ": " << hint;
   return m.str();
 }
@@ -481,41 +482,53 @@ std::optional<MisreadingMatch> find_misreading(const Problem& p, const uint16_t*
     nonzero_truth += !near(t[i], 0, floor);
   }
   if (zeros == n && nonzero_truth >= std::min(8, n) && n >= 4)
-    return MisreadingMatch{"zeros everywhere",
-                           "the output written with zeros: an early return after clearing it, an empty launch "
-                           "grid, or a scale or alpha read as zero?",
+    return MisreadingMatch{"zeros on every sampled element",
+                           "zeros written: an early return after clearing the output, or a scale or alpha read as "
+                           "zero?",
                            nonzero_truth, nonzero_truth, n};
 
-  std::optional<MisreadingMatch> best;
-  double best_fit = 0;
+  // Every entry that qualifies, with its values on the samples: the best is named, and any other
+  // that gives the same values (this data cannot tell them apart) is named beside it.
+  struct Fit {
+    MisreadingMatch m;
+    double fit;
+    std::vector<double> h;
+  };
+  std::vector<Fit> fits;
   auto judge = [&](const Entry& e) {
     int apart = 0, fitting = 0, near_all = 0;
+    std::vector<double> hs;
     for (size_t i = 0; i < samples.size(); ++i) {
       const Sample& x = samples[i];
+      const uint16_t bits = out[(x.l * s.M + x.m) * s.N + x.n];
       // bf16_out changes how the output is read, not what is computed: its elements are told apart
       // where reading the bits as bf16 is not near reading them as fp16.
       const double h = e.bf16_out ? t[i] : ev.value(e, x);
-      const double got = e.bf16_out ? bf16_bits_value(out[(x.l * s.M + x.m) * s.N + x.n]) : o[i];
+      hs.push_back(h);
+      const double got = e.bf16_out ? bf16_bits_value(bits) : o[i];
       const double ref_side = e.bf16_out ? o[i] : got;
-      const bool fits = near(got, h, floor);
-      near_all += fits;
+      // An unwritten element (the poison, a NaN) fits nothing.
+      const bool fits_here = bits != kPoisonBits && near(got, h, floor);
+      near_all += fits_here;
       if (e.bf16_out ? near(got, o[i], floor) : near(t[i], h, floor)) continue;
-      // A value near zero tells nothing: many misreadings give ~0 (scales decoded far too small, a
-      // whole range of K left out), and an output of zeros is reported as such above.
+      // Weak evidence is not counted: a value near zero (many misreadings give ~0: scales decoded
+      // far too small, a whole range of K left out; an output of zeros is reported above) or a NaN
+      // where the reference is a number (a decoder that makes NaN of some byte: any NaN output fits).
       if (std::isfinite(h) && std::fabs(h) <= floor) continue;
+      if (std::isnan(h) && !std::isnan(t[i])) continue;
       ++apart;
       const bool nearer = std::isnan(h) || std::isinf(h) || std::isnan(t[i]) ||
                           std::fabs(got - h) < std::fabs(ref_side - t[i]);
-      fitting += fits && nearer;
+      fitting += fits_here && nearer;
     }
     if (apart < std::min(8, n) || n < 4 || 10 * fitting < 9 * apart || 10 * near_all < 9 * n) return;
-    const double fit = double(fitting) / apart;
-    if (!best || fit > best_fit || (fit == best_fit && apart > best->apart)) {
-      best = MisreadingMatch{e.what, e.hint, fitting, apart, n};
-      best_fit = fit;
-    }
+    fits.push_back({MisreadingMatch{e.what, e.hint, fitting, apart, n}, double(fitting) / apart, std::move(hs)});
   };
-  for (const Entry& e : entries) judge(e);
+  std::set<std::tuple<int64_t, int64_t, int>> ranges;  // each K range tried once
+  for (const Entry& e : entries) {
+    if (e.range_sign) ranges.insert({e.r0, e.r1, e.range_sign});
+    judge(e);
+  }
   // Every aligned tile of K left out or counted twice (a stage skipped, a split-K or stream-K part
   // lost or added again), smallest tiles first.
   for (int64_t tile = kBlock; tile < s.K && tile <= 512; tile *= 2)
@@ -523,6 +536,7 @@ std::optional<MisreadingMatch> find_misreading(const Problem& p, const uint16_t*
       for (int sign : {-1, 1}) {
         Entry e = truth;
         const int64_t to = std::min(from + tile, s.K);
+        if (!ranges.insert({from, to, sign}).second) continue;
         e.range(sign, from, to);
         e.what = "the K elements [" + std::to_string(from) + ", " + std::to_string(to) + ") " +
                  (sign < 0 ? "left out" : "counted twice");
@@ -530,7 +544,26 @@ std::optional<MisreadingMatch> find_misreading(const Problem& p, const uint16_t*
                           : "a stage of the K loop run twice, or a split-K part added twice?";
         judge(e);
       }
-  return best;
+  if (fits.empty()) return std::nullopt;
+  size_t best = 0;
+  for (size_t i = 1; i < fits.size(); ++i)
+    if (fits[i].fit > fits[best].fit || (fits[i].fit == fits[best].fit && fits[i].m.apart > fits[best].m.apart))
+      best = i;
+  std::vector<std::string> same;
+  for (size_t i = 0; i < fits.size(); ++i) {
+    if (i == best || std::find(same.begin(), same.end(), fits[i].m.what) != same.end() ||
+        fits[i].m.what == fits[best].m.what)
+      continue;
+    bool equal = true;
+    for (size_t k = 0; k < fits[i].h.size() && equal; ++k) equal = near(fits[i].h[k], fits[best].h[k], floor);
+    if (equal) same.push_back(fits[i].m.what);
+  }
+  MisreadingMatch m = fits[best].m;
+  if (same.size() == 1) m.what += ", or equally " + same[0] + " (this data cannot tell them apart)";
+  if (same.size() > 1)
+    m.what += ", or equally one of " + std::to_string(same.size()) + " others (this data cannot tell them apart; " +
+              same[0] + " among them)";
+  return m;
 }
 
 }  // namespace nvfp4

@@ -42,12 +42,12 @@ struct MisreadingSource {
 };
 
 struct MisreadingMatch {
-  std::string what;  // "B1 and B2 in the other order: silu(alpha2*A*B2^T) * (alpha1*A*B1^T)"
+  std::string what;  // "B1's FP4 nibbles read high first" (", or equally ..." where the data cannot tell)
   std::string hint;  // what kind of bug gives it, as a question
   int fitting = 0;   // elements telling it apart on which the output fits it
   int apart = 0;     // elements telling it apart from the reference
   int sampled = 0;
-  // "the output is what B1 and B2 in the other order gives (...) on 97 of 100 sampled elements that
+  // "the output matches B1's FP4 nibbles read high first, on 97 of the 100 sampled elements that
   // tell it from the reference: <hint>"
   std::string text() const;
 };

@@ -81,6 +81,9 @@ po::options_description group_options(Group g) {
           ("configs", po::value<std::string>()->default_value("all"),
            "'all': in trials of plain or a variant alone, also every configuration the path offers for the shape "
            "(stage configs, one checked call each); 'chosen': only the one the path picks")
+          ("instances", po::value<std::string>()->default_value("on"),
+           "'on': every trial (not in bench mode, not a Python submission) also builds a second plan of its path "
+           "on other weights and calls the two in turn (stage instances); 'off': not")
           ("sanitize", po::value<std::string>(),
            "TOOL: run every trial child under compute-sanitizer --tool TOOL (memcheck, racecheck, initcheck, "
            "synccheck), one process per trial, budgets x20; its first report is the trial's ERROR")
@@ -171,6 +174,10 @@ TrialOptions trial_options(const po::variables_map& vm) {
   if (configs != "all" && configs != "chosen")
     throw InputError("--configs: must be 'all' or 'chosen', not '" + configs + "'");
   opt.configs = configs == "all";
+  const std::string instances = vm["instances"].as<std::string>();
+  if (instances != "on" && instances != "off")
+    throw InputError("--instances: must be 'on' or 'off', not '" + instances + "'");
+  opt.instances = instances == "on";
   if (vm.count("sanitize")) {
     opt.sanitize = vm["sanitize"].as<std::string>();
     if (opt.sanitize != "memcheck" && opt.sanitize != "racecheck" && opt.sanitize != "initcheck" &&

@@ -489,6 +489,8 @@ Json report_json(const Session& s, const std::string& mode, const std::string& c
       t["metrics"] = comparison_json(r.cmp);
       if (!r.configs_checked.empty())
         t["configs"] = {{"checked", r.configs_checked}, {"failing", r.configs_failing}};
+      if (r.instances_checked)
+        t["instances"] = {{"checked", r.instances_checked}, {"failing", r.instances_failing}};
     }
     if (r.timed) {
       const Timing& tm = r.timing.t;

@@ -193,6 +193,70 @@ void check_configs(TrialResult& r, const ChildReport& child, ReferenceCache& cac
               "); the configuration the path chose passed";
 }
 
+// Stage instances (stages.cpp, instances_stage): every call of the trial's plan and of the second
+// plan beside it, against the reference of the set and mode it was handed. A failing call makes the
+// trial FAIL in stage instances, though every checked call passed; where its output is the result
+// of the other plan's inputs, the message says the plans share state.
+void check_instances(TrialResult& r, const ChildReport& child, ReferenceCache& cache) {
+  const TrialSpec& spec = r.spec;
+  const size_t n = child.instance_outputs.size();
+  if (n == 0) return;
+  auto error = [&](const std::string& why) {
+    r.outcome = Outcome::Error;
+    r.stage = "instances";
+    r.stage_elapsed = r.stage_seconds("instances");
+    r.message = "stage instances: " + why;
+  };
+  if (child.instance_sets.size() != n || child.instance_plans.size() != n || child.instance_modes.size() != n)
+    return error("the child's report of its calls is incomplete");
+  const int runs = spec.options.runs;
+  auto what = [&](size_t i) {
+    const int set = child.instance_sets[i];
+    return std::string(child.instance_plans[i] == 0 ? "the trial's plan" : "the second plan") + " on " +
+           input_set_label(set, runs) + (child.instance_modes[i] == InputSet::All && set > 0 ? " under --fresh all" : "");
+  };
+  std::vector<std::shared_ptr<const CaseInfo>> infos;
+  for (size_t i = 0; i < n; ++i) {
+    const int set = child.instance_sets[i];
+    if (set < 0 || set > warmup_set(runs)) return error("call " + std::to_string(i + 1) + " names input set " + std::to_string(set));
+    infos.push_back(cache.get(spec.c, set, child.instance_modes[i]));
+    if (int64_t(child.instance_outputs[i].size()) != infos.back()->ref.shape.c_elems())
+      return error("call " + std::to_string(i + 1) + "'s output has the wrong size");
+  }
+  r.instances_checked = int(n);
+  bool shared = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Comparison c = cache.compare(*infos[i], child.instance_outputs[i].data(), 1);
+    if (c.pass()) continue;
+    std::ostringstream m;
+    m << "call " << i + 1 << " (" << what(i) << (i + 1 == n ? ", after the second plan was destroyed" : "")
+      << "): " << c.over_tolerance << " of " << c.elements << " elements over tolerance";
+    if (c.poisoned) m << " (" << c.poisoned << " unwritten)";
+    // The result of the other plan's inputs?
+    for (size_t j = 0; j < n; ++j) {
+      if (child.instance_plans[j] == child.instance_plans[i]) continue;
+      if (cache.compare(*infos[j], child.instance_outputs[i].data(), 1).pass()) {
+        m << ", and it is the other plan's result (" << what(j) << ")";
+        shared = true;
+        break;
+      }
+    }
+    r.instances_failing.push_back(m.str());
+  }
+  if (r.instances_failing.empty()) return;
+  r.outcome = Outcome::Fail;
+  r.stage = "instances";
+  r.stage_elapsed = r.stage_seconds("instances");
+  std::string joined_calls;
+  for (const auto& f : r.instances_failing) joined_calls += (joined_calls.empty() ? "" : "; ") + f;
+  r.message = "every checked call passed, but with a second plan of the path built on other weights and called in "
+              "turn with it, " + std::to_string(r.instances_failing.size()) + " of " + std::to_string(n) +
+              " calls fail: " + joined_calls +
+              (shared ? ": the plans share state (a static buffer of decoded weights, a global workspace or cache)?"
+                      : ": state shared between plans (a static buffer, a global workspace or cache, a resource one "
+                        "plan's destructor frees for both)?");
+}
+
 }  // namespace
 
 // What the failing calls' outputs match instead (another call's or the warm-up's inputs: stale
@@ -305,8 +369,10 @@ static std::string misreading_clause(const TrialSpec& spec, TrialResult& r, cons
       earlier.push_back(submission_input_set(spec, base, inputs[size_t(index)]));
       labels.push_back(label);
     };
+    // The warm-up's (what a path sees first) and the previous call's (one call late): the likely
+    // sources, and each set rebuilt costs memory and time at the largest shapes.
     add(warmup_set(runs), "the warm-up's inputs");
-    for (int c = 1; c < call; ++c) add(c - 1, "call " + std::to_string(c) + "'s inputs");
+    if (call > 1) add(call - 2, "call " + std::to_string(call - 1) + "'s inputs");
     std::vector<MisreadingSource> sources;
     for (size_t i = 0; i < earlier.size(); ++i) sources.push_back({labels[i], &earlier[i]});
     const auto found = find_misreading(own, child.outputs[size_t(call - 1)].data(), sources);
@@ -423,6 +489,8 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
     r.outcome = Outcome::Pass;
     r.stage.clear();
     if (submission) check_late(r, child, inputs, cache);
+    if (r.outcome != Outcome::Pass) return r;
+    check_instances(r, child, cache);
     if (r.outcome != Outcome::Pass) return r;
     check_configs(r, child, cache);
     if (spec.options.bench && r.outcome == Outcome::Pass) check_timed(r, child, cache);

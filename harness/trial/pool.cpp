@@ -188,7 +188,8 @@ void Session::prefetch_in_background(std::vector<CaseSpec> cases) {
   background_ = std::thread([this, cases = std::move(cases)] {
     try {
       cache_.prefetch(cases, options_.runs, options_.fresh, 0,
-                      [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
+                      [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); },
+                      options_.instances && !options_.bench);
     } catch (...) {
       // Whatever failed here is computed again, and reported, where a trial needs it.
     }
@@ -562,7 +563,8 @@ void Session::run_schedule(const Schedule& sch, const BlockedWhy& why, std::vect
   for (const auto& t : specs) cases.push_back(t.c);
   const auto t_refs = std::chrono::steady_clock::now();
   cache_.prefetch(cases, options_.runs, options_.fresh, 0,
-                  [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); });
+                  [this](const CaseSpec& c, int set, InputSet mode, const Problem& p) { store_.put(c, set, mode, p); },
+                  options_.instances && !options_.bench);
   parent_.references += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_refs).count();
   Run(*this, sch, why, first_output).run();
 }

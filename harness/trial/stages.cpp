@@ -93,6 +93,67 @@ void configs_stage(StageSink& sink, Plan& base, const std::vector<Problem>& sets
   }
 }
 
+// Stage instances: an engine holds one plan per layer, each with its own weights, and calls them
+// in turn. A second plan of the same path is built here on other weights (input set 1 under
+// --fresh all: set 0's activations, new weights and alphas), taken through the first one's stages
+// (init, tune, warm-up, capture), and the two are called in turn: the trial's plan on set 0 then
+// the second, the second then the trial's plan on set 1, and, once the second is destroyed, the
+// trial's plan on set 2 (sets wrap when there are fewer). A path whose plans share state (a static
+// buffer of decoded weights, a global workspace or tuning cache, a resource the destructor frees
+// for everyone) gives one plan the other's result or garbage; each output goes to the sink with
+// the set and mode it was handed, and the parent judges it (evaluate.cpp, check_instances).
+void instances_stage(StageSink& sink, const TrialSpec& t, Plan& first, const std::vector<Problem>& sets) {
+  const TrialOptions& o = t.options;
+  Problem other;
+  if (!read_stored_set(o.input_store, t.c, kSameActivationsSet, InputSet::All, other, &sets[0]))
+    other = make_input_set(t.c, sets[0], kSameActivationsSet, InputSet::All);
+  std::unique_ptr<Plan> second = build_plan(t.backend, t.combo, other, o.plan);
+  if (!second) throw std::runtime_error("build_plan returned no plan for the second instance");
+  if (combo_has_stage(t.backend, t.combo, Stage::Tune)) second->tune();
+  for (int i = 0; i < std::max(1, o.warmup); ++i) {
+    second->enqueue();
+    second->synchronize();
+  }
+  if (combo_has_stage(t.backend, t.combo, Stage::Capture)) second->capture();
+
+  GuardedOutput out(size_t(sets[0].shape.c_elems()));
+  std::vector<uint16_t> c;
+  bool noted = false;
+  int index = 0;
+  auto read = [&](Plan& plan, int which, int set, InputSet mode) {
+    read_guarded(plan, out, c, sink, Stage::Instances, "call " + std::to_string(index + 1), noted);
+    sink.instance_output(index++, which, set, mode, c);
+  };
+  const int set_a = 0, set_b = 1 % int(sets.size()), set_c = 2 % int(sets.size());
+  first.set_inputs(sets[size_t(set_a)], o.fresh);
+  second->set_inputs(other, InputSet::All);
+  first.poison_output(kPoisonBits);
+  second->poison_output(kPoisonBits);
+  first.enqueue();
+  second->enqueue();
+  first.synchronize();
+  second->synchronize();
+  read(first, 0, set_a, o.fresh);
+  read(*second, 1, kSameActivationsSet, InputSet::All);
+
+  first.set_inputs(sets[size_t(set_b)], o.fresh);
+  first.poison_output(kPoisonBits);
+  second->poison_output(kPoisonBits);
+  second->enqueue();
+  first.enqueue();
+  second->synchronize();
+  first.synchronize();
+  read(*second, 1, kSameActivationsSet, InputSet::All);
+  read(first, 0, set_b, o.fresh);
+
+  second.reset();
+  first.set_inputs(sets[size_t(set_c)], o.fresh);
+  first.poison_output(kPoisonBits);
+  first.enqueue();
+  first.synchronize();
+  read(first, 0, set_c, o.fresh);
+}
+
 }  // namespace
 
 void run_stage(StageSink& sink, Stage s, const std::function<void()>& body) {
@@ -183,6 +244,10 @@ void run_stages(const TrialSpec& t, const std::vector<Problem>& sets, StageSink&
     if (plan->read_intermediates(g, u)) sink.intermediates(g, u);
   });
   sink.completed(Stage::Run, *plan);
+  if (o.instances && !o.bench) {
+    run_stage(sink, Stage::Instances, [&] { instances_stage(sink, t, *plan, sets); });
+    sink.completed(Stage::Instances, *plan);
+  }
   if (o.configs && !o.bench && only_variants(t.backend, t.combo) && plan->base()->candidates().size() > 1) {
     run_stage(sink, Stage::Configs, [&] { configs_stage(sink, *plan->base(), sets, o); });
     sink.completed(Stage::Configs, *plan);

@@ -39,6 +39,9 @@ class StageSink {
   virtual void intermediates(const std::vector<float>& g, const std::vector<float>& u) = 0;
   // Stage configs: configuration `index`, named `name`, on input set `set`.
   virtual void config_output(int index, int set, const std::string& name, const std::vector<uint16_t>& c) = 0;
+  // Stage instances: call `index` (0-based, in order), made by plan `plan` (0: the trial's, 1: the
+  // second) on input set `set` under `mode`.
+  virtual void instance_output(int index, int plan, int set, InputSet mode, const std::vector<uint16_t>& c) = 0;
   // Stage time: the last timed call's output (index 0) and the last back-to-back call's (index 1),
   // each with its input set; then the figures.
   virtual void timed_output(int index, int set, const std::vector<uint16_t>& c) = 0;
@@ -50,12 +53,12 @@ class MemorySink : public StageSink {
  public:
   struct Output {
     int index = 0, set = 0;
-    std::string name;  // configs only
+    std::string name;  // configs: the configuration; instances: "PLAN MODE"
     std::vector<uint16_t> c;
   };
   std::vector<StageTime> stages;  // in order; completed false: the stage threw
   std::vector<std::string> describes, notes;
-  std::vector<Output> outputs, configs, timed;  // outputs[i]: checked call i+1
+  std::vector<Output> outputs, configs, instances, timed;  // outputs[i]: checked call i+1
   bool has_intermediates = false;
   std::vector<float> g, u;
   BenchFigures figures;
@@ -79,6 +82,9 @@ class MemorySink : public StageSink {
   }
   void config_output(int index, int set, const std::string& name, const std::vector<uint16_t>& c) override {
     configs.push_back({index, set, name, c});
+  }
+  void instance_output(int index, int plan, int set, InputSet mode, const std::vector<uint16_t>& c) override {
+    instances.push_back({index, set, std::to_string(plan) + (mode == InputSet::All ? " all" : " activations"), c});
   }
   void timed_output(int index, int set, const std::vector<uint16_t>& c) override { timed.push_back({index, set, "", c}); }
   void timing(const BenchFigures& f) override { figures = f; }

@@ -136,6 +136,7 @@ std::string encode_trial(const TrialSpec& t, int fd, const std::string& dir, boo
   kv("warmup", std::to_string(o.warmup));
   kv("runs", std::to_string(o.runs));
   kv("configs", o.configs ? "1" : "0");
+  kv("instances", o.instances ? "1" : "0");
   kv("slow", num(o.slow_seconds));
   kv("tune_cache", o.plan.tune_cache_dir);
   kv("tune_reps", std::to_string(o.plan.tune_reps));
@@ -176,6 +177,7 @@ TrialSpec decode_trial(const std::string& text, int* fd, std::string* dir, bool*
     else if (k == "warmup") t.options.warmup = std::atoi(v.c_str());
     else if (k == "runs") t.options.runs = std::atoi(v.c_str());
     else if (k == "configs") t.options.configs = v == "1";
+    else if (k == "instances") t.options.instances = v == "1";
     else if (k == "slow") t.options.slow_seconds = std::atof(v.c_str());
     else if (k == "tune_cache") t.options.plan.tune_cache_dir = v;
     else if (k == "tune_reps") t.options.plan.tune_reps = std::atoi(v.c_str());

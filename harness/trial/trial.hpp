@@ -93,6 +93,7 @@ struct External {
 struct TrialOptions {
   int warmup = 3;             // eager calls in stage warmup
   int runs = 3;               // checked calls in stage run
+  bool instances = true;      // stage instances (stages.cpp): a second plan beside the first
   bool configs = true;        // stage configs: every configuration the base path offers, checked
   // --sanitize: the compute-sanitizer tool (memcheck, racecheck, initcheck, synccheck) every trial
   // child runs under, and the sanitizer's path; empty: none (worker.cpp sanitized_args).
@@ -183,6 +184,9 @@ struct TrialResult {
   BenchFigures timing;
   // Stage configs: the configurations checked, and those whose output failed.
   std::vector<std::string> configs_checked, configs_failing;
+  // Stage instances: how many calls of the two plans were checked, and a text per failing one.
+  int instances_checked = 0;
+  std::vector<std::string> instances_failing;
 
   double stage_seconds(const std::string& name) const;  // -1 when absent
   // Seconds of the trial's wall time spent outside its stages (starting the child, the messages,
@@ -212,6 +216,11 @@ struct ChildReport {
   // differ from the first of them, with their input set and their number among the trial's calls.
   std::vector<std::vector<uint16_t>> late_outputs;
   std::vector<int> late_sets, late_calls;
+  // Stage instances: the outputs of the two plans' calls (stages.cpp, instances_stage), each with
+  // the input set and mode it was handed and which plan made it (0: the trial's, 1: the second).
+  std::vector<std::vector<uint16_t>> instance_outputs;
+  std::vector<int> instance_sets, instance_plans;
+  std::vector<InputSet> instance_modes;
   // Stage configs: one output per configuration, with its input set and name.
   std::vector<std::vector<uint16_t>> config_outputs;
   std::vector<int> config_sets;

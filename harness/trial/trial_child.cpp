@@ -129,6 +129,10 @@ class PipeSink : public StageSink {
     write_file(dir_ + "/config" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
     ch_.send("config-output", {std::to_string(index), std::to_string(set), name});
   }
+  void instance_output(int index, int plan, int set, InputSet mode, const std::vector<uint16_t>& c) override {
+    write_file(dir_ + "/instance" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
+    ch_.send("instance-output", {std::to_string(index), std::to_string(plan), std::to_string(set), input_set_name(mode)});
+  }
   void timed_output(int index, int set, const std::vector<uint16_t>& c) override {
     write_file(dir_ + "/timed" + std::to_string(index) + ".f16", c.data(), c.size() * 2);
     ch_.send("timed-output", {std::to_string(index), std::to_string(set)});

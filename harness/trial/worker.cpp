@@ -199,6 +199,12 @@ void converse(int fd, int pid, const Budgets& b, std::string& pending, ChildRepo
       }
     } else if (kind == "timed-output" && f.size() > 2) {
       if (talk.timed_sets.size() < kMaxOutputs) talk.timed_sets.push_back(std::atoi(f[2].c_str()));
+    } else if (kind == "instance-output" && f.size() > 4) {
+      if (talk.instance_sets.size() < kMaxOutputs) {
+        talk.instance_plans.push_back(std::atoi(f[2].c_str()));
+        talk.instance_sets.push_back(std::atoi(f[3].c_str()));
+        talk.instance_modes.push_back(f[4] == "all" ? InputSet::All : InputSet::Activations);
+      }
     } else if (kind == "config-output" && f.size() > 3) {
       if (talk.config_sets.size() < kMaxOutputs) {
         talk.config_sets.push_back(std::atoi(f[2].c_str()));
@@ -383,6 +389,11 @@ void collect_outputs(ChildReport& rep, const Conversation& talk, const TrialSpec
                [&](size_t i) { return "the output of call " + std::to_string(talk.late_calls[i]); });
   rep.late_sets = talk.late_sets;
   rep.late_calls = talk.late_calls;
+  read_outputs(rep, dir, "instance", talk.instance_sets.size(), elems, rep.instance_outputs,
+               [](size_t i) { return "the output of stage instances' call " + std::to_string(i + 1); });
+  rep.instance_sets = talk.instance_sets;
+  rep.instance_plans = talk.instance_plans;
+  rep.instance_modes = talk.instance_modes;
   read_outputs(rep, dir, "config", talk.config_sets.size(), elems, rep.config_outputs,
                [&](size_t i) { return "the output of configuration " + talk.config_names[i]; });
   rep.config_sets = talk.config_sets;

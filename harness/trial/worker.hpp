@@ -40,6 +40,8 @@ struct Conversation {
   std::vector<int> late_sets, late_calls;  // a submission's later calls: input set, call number
   std::vector<int> config_sets;            // stage configs: the input set of each configuration's call
   std::vector<std::string> config_names;   // ... and the configuration's name
+  std::vector<int> instance_sets, instance_plans;  // stage instances: each call's set and plan
+  std::vector<InputSet> instance_modes;            // ... and the mode of its set
   size_t mid_g = 0, mid_u = 0;
   // One-shot children (converse's `reap`): the child exited (it is left unreaped, a zombie that
   // keeps its pid and group id, for the caller to reap) while the pipe gave no EOF; pipe_held:

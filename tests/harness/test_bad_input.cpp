@@ -555,7 +555,7 @@ std::vector<Row> option_rows(Files& f) {
   std::vector<std::string> budgets = {"budget-trial"};
   for (const auto& st : nvfp4::kStages)
     if (nvfp4::has_own_budget(st.id)) budgets.push_back(std::string("budget-") + st.name);
-  CHECK(budgets.size() == 9);  // load, init, tune, warmup, capture, run, configs, time, and the trial
+  CHECK(budgets.size() == 10);  // load, init, tune, warmup, capture, run, instances, configs, time, the trial
   for (const auto& b : budgets)
     for (const char* v : {"0", "-1", "1e9"})
       opt({"--verify", "plain", "--" + b, v}, "--" + b, "positive number of seconds, at most 1e6");

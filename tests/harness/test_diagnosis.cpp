@@ -60,7 +60,11 @@ TEST_CASE("the epilogue's misreadings") {
   std::swap(swapped.b1, swapped.b2);
   std::swap(swapped.sfb1, swapped.sfb2);
   std::swap(swapped.alpha1, swapped.alpha2);
-  CHECK(named(p, output_of(swapped)) == "B1 and B2 in each other's place: silu(A*B2^T) * (A*B1^T)");
+  CHECK(named(p, output_of(swapped)) ==
+        "B1 and B2 in each other's place with their alphas: silu(alpha2*A*B2^T) * (alpha1*A*B1^T)");
+  std::swap(swapped.alpha1, swapped.alpha2);  // the weights exchanged, the alphas where they were
+  CHECK(named(p, output_of(swapped)) ==
+        "B1 and B2 in each other's place, the alphas in theirs: silu(alpha1*A*B2^T) * (alpha2*A*B1^T)");
   CHECK(named(p, output_of(alphas(p, p.alpha1, 1.0f))) == "alpha2 not applied");
   CHECK(named(p, output_of(alphas(p, 1.0f, 1.0f))) == "neither alpha applied");
   Problem gate_twice = p;  // B1 read for both GEMMs
@@ -99,7 +103,9 @@ TEST_CASE("the epilogue's misreadings") {
     for (int64_t m = 0; m < M; ++m) out[size_t(n * M + m)] = ref.c[size_t(m * N + n)];
   CHECK(named(p, out) == "the output written transposed, (N, M) per batch");
   for (auto& v : out) v = 0;
-  CHECK(named(p, out) == "zeros everywhere");
+  CHECK(named(p, out) == "zeros on every sampled element");
+  for (auto& v : out) v = kPoisonBits;  // unwritten: the poison (a NaN) fits no misreading
+  CHECK(named(p, out) == "(nothing)");
 }
 
 TEST_CASE("how the operands are read") {
@@ -199,5 +205,36 @@ TEST_CASE("where the flagged elements lie") {
   for (int64_t m = 16; m < 32; ++m)
     for (int64_t n = 32; n < 64; ++n) out[size_t((M + m) * N + n)] ^= 0x4000;
   CHECK(flagged_text(out) == "batch 1 (the last), rows 16..31, columns 32..63");
+}
+}
+
+TEST_SUITE("diagnosis") {
+// Found by a review: each failed before its fix.
+TEST_CASE("an unwritten output on data with NaN-making bytes names nothing") {
+  const Problem p = make_problem(Shape::parse("9x129x1040"), "suspicious", 1);
+  const std::vector<uint16_t> out(size_t(p.shape.c_elems()), kPoisonBits);
+  CHECK(named(p, out) == "(nothing)");  // was: every operand's scale bytes decoded as E4M3FNUZ
+}
+TEST_CASE("misreadings this data cannot tell apart are named together") {
+  const Problem p = make_problem(Shape::parse("40x48x256"), "normal", 12);
+  Problem q = p;  // the weights' scales decoded as FNUZ: each halved, as A's halved would give too
+  for (auto* sf : {&q.sfb1, &q.sfb2})
+    for (auto& b : *sf)
+      if ((b >> 3) & 0xF) b = uint8_t(b - 8);
+  const std::string name = named(p, output_of(q));
+  CHECK(name.find("scale bytes decoded as E4M3FNUZ (bias 8), or equally ") != std::string::npos);
+  CHECK(name.find("B1's and B2's scale bytes decoded as E4M3FNUZ") != std::string::npos);
+  CHECK(name.find("(this data cannot tell them apart") != std::string::npos);
+}
+TEST_CASE("a region is named only where chance would not put the flagged elements") {
+  Locations at;
+  at.shape = Shape::parse("60x90x128");
+  for (int64_t m : {10, 20})
+    for (int64_t n = 0; n < 90; ++n) at.add(0, m, n);
+  CHECK(at.text() == "rows 10..20 (2 of them)");  // was: rows 10..20 with m % 2 == 0
+  Locations few;
+  few.shape = Shape::parse("300x300x256");
+  for (int64_t i : {17, 150, 299}) few.add(0, i, (i * 7) % 300);
+  CHECK(few.text().empty());
 }
 }

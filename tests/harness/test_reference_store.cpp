@@ -504,14 +504,14 @@ TEST_CASE("cli: the second run computes no reference; outcomes identical warm, c
   CHECK(cold.rc == 1);
   const JsonValue c1 = cache_counters(tmp + "/cold.json");
   CHECK(c1.at("enabled").boolean());
-  CHECK(c1.number_or("computed", -1) == 16);  // 4 cases x 4 input sets
+  CHECK(c1.number_or("computed", -1) == 20);  // 4 cases x (4 input sets + the second plan's of stage instances)
   CHECK(c1.number_or("hits", -1) == 0);
-  CHECK(has(cold.out, "references: 0 read from the cache, 16 computed (" + dir + ")"));
+  CHECK(has(cold.out, "references: 0 read from the cache, 20 computed (" + dir + ")"));
   const auto warm = harness_cli::run(run + dir + " --json " + tmp + "/warm.json");
   CHECK(warm.rc == 1);
   const JsonValue c2 = cache_counters(tmp + "/warm.json");
   CHECK(c2.number_or("computed", -1) == 0);
-  CHECK(c2.number_or("hits", -1) == 16);
+  CHECK(c2.number_or("hits", -1) == 20);
   CHECK(c2.number_or("rejected", -1) == 0);
   const auto off = harness_cli::run(run + "off --json " + tmp + "/off.json");
   CHECK(off.rc == 1);
@@ -534,7 +534,7 @@ TEST_CASE("cli: a damaged entry is counted and recomputed, the outcome unchanged
   REQUIRE(harness_cli::run(run + tmp + "/a.json").rc == 0);
   std::vector<std::string> entries;
   for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
-  REQUIRE(entries.size() == 16);
+  REQUIRE(entries.size() == 20);
   fs::resize_file(entries[3], fs::file_size(entries[3]) / 2);
   const char x = 0x01;
   patch(entries[9], 300, &x, 1);
@@ -544,12 +544,12 @@ TEST_CASE("cli: a damaged entry is counted and recomputed, the outcome unchanged
   const JsonValue c = cache_counters(tmp + "/b.json");
   CHECK(c.number_or("rejected", -1) == 2);
   CHECK(c.number_or("computed", -1) == 2);
-  CHECK(c.number_or("hits", -1) == 14);
+  CHECK(c.number_or("hits", -1) == 18);
   CHECK(has(c.str_or("first_rejection", ""), dir));
   CHECK(has(r.out, "2 cache entries rejected and recomputed"));
   CHECK(stable_trials(tmp + "/a.json") == stable_trials(tmp + "/b.json"));
   REQUIRE(harness_cli::run(run + tmp + "/c.json").rc == 0);
-  CHECK(cache_counters(tmp + "/c.json").number_or("hits", -1) == 16);
+  CHECK(cache_counters(tmp + "/c.json").number_or("hits", -1) == 20);
   CHECK(fs::exists(dir + "/README"));
 }
 
@@ -568,7 +568,7 @@ TEST_CASE("cli: two runs at once on one empty cache both pass; the cache is whol
   const auto r3 = harness_cli::run(run + tmp + "/3.json");
   CHECK(r3.rc == 0);
   const JsonValue c = cache_counters(tmp + "/3.json");
-  CHECK(c.number_or("hits", -1) == 16);
+  CHECK(c.number_or("hits", -1) == 20);
   CHECK(c.number_or("rejected", -1) == 0);
   CHECK(stable_trials(tmp + "/1.json") == stable_trials(tmp + "/3.json"));
   CHECK(stable_trials(tmp + "/2.json") == stable_trials(tmp + "/3.json"));
@@ -577,8 +577,8 @@ TEST_CASE("cli: two runs at once on one empty cache both pass; the cache is whol
   REQUIRE(harness_cli::run(run + tmp + "/s1.json --shard 1/2").rc == 0);
   const auto m = harness_cli::run("merge " + tmp + "/s0.json " + tmp + "/s1.json --json " + tmp + "/m.json");
   CHECK(m.rc == 0);
-  CHECK(has(m.out, "references: 16 read from the cache, 0 computed (" + dir + ")"));
-  CHECK(cache_counters(tmp + "/m.json").number_or("hits", -1) == 16);
+  CHECK(has(m.out, "references: 20 read from the cache, 0 computed (" + dir + ")"));
+  CHECK(cache_counters(tmp + "/m.json").number_or("hits", -1) == 20);
 }
 
 TEST_CASE("cli: off, the environment variable, and unusable directories (exit 2 only when the option names one)") {

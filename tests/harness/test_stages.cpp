@@ -65,8 +65,13 @@ TEST_CASE("run_stages in this process: every cpu combination passes on the child
     // configurations: fused always (row blocks), plain on a machine of several cores (threads).
     const bool configs = !tune && !t.sink.configs.empty();
     if (combo.str() == "fused") CHECK(configs);
-    CHECK(stage_list(t.sink) == std::string("init") + (tune ? " tune" : "") + " warmup run" +
+    CHECK(stage_list(t.sink) == std::string("init") + (tune ? " tune" : "") + " warmup run instances" +
                                     (configs ? " configs" : "") + " teardown");
+    // Stage instances: the two plans' five calls (stages.cpp), the second plan's on set 1 of mode all.
+    REQUIRE(t.sink.instances.size() == 5);
+    CHECK(t.sink.instances[1].name == "1 all");
+    CHECK(t.sink.instances[1].set == kSameActivationsSet);
+    CHECK(t.sink.instances[4].name == "0 activations");
     // The hook sees the plan after every stage but teardown (the plan is gone).
     CHECK(completed.size() == t.sink.stages.size() - 1);
     if (configs) {

@@ -46,6 +46,7 @@ enum class Bug {
   TruncatingTail,      // the last element of each batch (a scalar tail store) converted toward zero
   Acc13Bits,           // the accumulator keeps 13 significant bits between blocks of 16 products
   Fp16PartialsLongK,   // for K > 4096: split K in chunks of 1024, each partial sum stored as fp16
+  SharedWeights,       // the weights kept in one process-wide buffer: the plan built or fed last wins
 };
 
 struct BugInfo {
@@ -79,6 +80,8 @@ const BugInfo kBugs[] = {
     {Bug::Acc13Bits, "acc-13-bits", "planted: an accumulator of 13 significant bits (no promotion to fp32)"},
     {Bug::Fp16PartialsLongK, "fp16-partials-long-k",
      "planted: for K > 4096, split K with partial sums of 1024 terms kept in fp16 (an fp16 split-K workspace)"},
+    {Bug::SharedWeights, "shared-weights",
+     "planted: the weights in one process-wide buffer shared by every plan (the last built or fed wins)"},
 };
 
 float round_bf16(float x) {
@@ -142,7 +145,9 @@ float decode_scale(uint8_t b, Bug bug) {
 class PlantedPlan : public cpu::HostPlan {
  public:
   PlantedPlan(const Problem& p, Bug bug, std::string name)
-      : HostPlan(p), bug_(bug), name_(std::move(name)) {}
+      : HostPlan(p), bug_(bug), name_(std::move(name)) {
+    if (bug_ == Bug::SharedWeights) shared_weights() = p;
+  }
 
   std::string describe() const override { return "PLANTED BUG " + name_ + " (cpu plain arithmetic otherwise)"; }
 
@@ -156,6 +161,7 @@ class PlantedPlan : public cpu::HostPlan {
   void set_inputs(const Problem& p, InputSet which) override {
     if (bug_ == Bug::IgnoresInputs) return;
     HostPlan::set_inputs(p, which);
+    if (bug_ == Bug::SharedWeights && which == InputSet::All) shared_weights() = problem_;
   }
 
   void enqueue() override {
@@ -171,6 +177,12 @@ class PlantedPlan : public cpu::HostPlan {
   }
 
  private:
+  // shared-weights: the one buffer every plan of the process reads its weights from.
+  static Problem& shared_weights() {
+    static Problem weights;
+    return weights;
+  }
+
   // (rows, K) fp32 from packed FP4 and E4M3 scales, with the bug's decoding mistakes.
   void decode(const uint8_t* packed, const uint8_t* sf, int64_t rows, int64_t K, bool is_b1,
               float* out) const {
@@ -237,13 +249,14 @@ class PlantedPlan : public cpu::HostPlan {
 
   void compute() {
     const Shape& s = problem_.shape;
+    const Problem& w = bug_ == Bug::SharedWeights ? shared_weights() : problem_;  // the weights read
     const int64_t M = s.M, N = s.N, K = s.K, KB = K / kBlock;
     std::vector<float> a(size_t(M * K)), b1(size_t(N * K)), b2(size_t(N * K)), g(size_t(M * N)),
         u(size_t(M * N));
     for (int64_t l = 0; l < s.L; ++l) {
       decode(problem_.a.data() + l * M * (K / 2), problem_.sfa.data() + l * M * KB, M, K, false, a.data());
-      decode(problem_.b1.data() + l * N * (K / 2), problem_.sfb1.data() + l * N * KB, N, K, true, b1.data());
-      decode(problem_.b2.data() + l * N * (K / 2), problem_.sfb2.data() + l * N * KB, N, K, false, b2.data());
+      decode(w.b1.data() + l * N * (K / 2), w.sfb1.data() + l * N * KB, N, K, true, b1.data());
+      decode(w.b2.data() + l * N * (K / 2), w.sfb2.data() + l * N * KB, N, K, false, b2.data());
       if (bug_ == Bug::DroppedBlock || split_)
         for (int64_t m = 0; m < M; ++m)
           std::fill_n(a.data() + m * K + (KB / 2) * kBlock, kBlock, 0.0f);
@@ -263,8 +276,9 @@ class PlantedPlan : public cpu::HostPlan {
 
   uint16_t epilogue(float g, float u, int64_t n, bool truncate = false) const {
     const bool alpha = bug_ != Bug::AlphaIgnored;
-    float x = alpha ? problem_.alpha1 * g : g;
-    float y = alpha ? problem_.alpha2 * u : u;
+    const Problem& w = bug_ == Bug::SharedWeights ? shared_weights() : problem_;
+    float x = alpha ? w.alpha1 * g : g;
+    float y = alpha ? w.alpha2 * u : u;
     if (bug_ == Bug::SiluWrongGemm) std::swap(x, y);
     const float e = bug_ == Bug::SiluPolynomial ? exp_polynomial(-x) : std::exp(-x);
     const float v = x / (1.0f + e) * y;
