@@ -71,7 +71,7 @@ TEST_CASE("run_stages in this process: every cpu combination passes on the child
     REQUIRE(t.sink.instances.size() == 5);
     CHECK(t.sink.instances[1].name == "1 all");
     CHECK(t.sink.instances[1].set == kSameActivationsSet);
-    CHECK(t.sink.instances[4].name == "0 activations");
+    CHECK(t.sink.instances[4].name == std::string("0 ") + input_set_name(o.fresh));
     // The hook sees the plan after every stage but teardown (the plan is gone).
     CHECK(completed.size() == t.sink.stages.size() - 1);
     if (configs) {
