@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -128,6 +129,8 @@ struct Setup {
   RunPolicy policy;
   bool explicit_backend = false;
   bool path_mode = false;  // paths run (not only the reference, as check does)
+  // When the run began: before the load probes, whose time (a hang until --budget-load) is the run's.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 // Outside paths: registered as manifests (external.hpp); their code runs only in trial children.
@@ -321,6 +324,7 @@ int verify_or_bisect(const po::variables_map& vm, const Mode& mode, Setup& s, co
     throw InputError(std::string(bisecting ? "--bisect: " : "--verify: ") + e.what());
   }
   Session session(s.opt, program, &std::cout);
+  session.count_from(s.started);
   RunPolicy policy = s.policy;
   if (bisecting) policy.kept_spares = size_t(policy.jobs);  // each step needs fresh workers at once
   session.set_policy(policy);

@@ -46,6 +46,10 @@ Session::Session(TrialOptions options, std::string program, std::ostream* progre
 
 double Session::elapsed() const { return now_seconds() - t0_; }
 
+void Session::count_from(std::chrono::steady_clock::time_point t0) {
+  t0_ = std::chrono::duration<double>(t0.time_since_epoch()).count();
+}
+
 const BackendStatus& Session::probe(const std::string& backend) {
   auto it = backends_.find(backend);
   if (it != backends_.end() && it->second.probed) return it->second;

@@ -10,6 +10,7 @@
 // A Session owns the trial runner, the reference cache, the results and the progress lines; the
 // harness never names an optimization: they all come from Registry::instance().
 #pragma once
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -97,7 +98,12 @@ class Session {
   const std::map<std::string, BackendStatus>& backends() const { return backends_; }
   ReferenceCache& cache() { return cache_; }
   const ReferenceCache& cache() const { return cache_; }
+  // Seconds since the run began: since the session was made, or since count_from's time.
   double elapsed() const;
+  // The run began at `t0`, before this session was made: the CLI's load probes of plugins and
+  // built-in modules run first, and a load that hangs until its watchdog is part of the run's time
+  // (the progress line of its recorded TIMEOUT, the summary's and the report's elapsed_s).
+  void count_from(std::chrono::steady_clock::time_point t0);
   // Where the parent's own time went (the report's "parent_s"): getting references before trials
   // (run_all's prefetch: generating input sets, reading or computing references, writing the input
   // store), wall seconds; judging children's outputs (evaluate_trial), seconds summed over slots.

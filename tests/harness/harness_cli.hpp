@@ -158,6 +158,14 @@ inline double json_number(const std::string& obj, const std::string& key) {
   return std::strtod(obj.c_str() + at + k.size(), nullptr);
 }
 
+// The run's seconds in the summary's first line ("Summary (N trials, S s"), or NaN.
+inline double summary_seconds(const std::string& out) {
+  const size_t at = out.find("\nSummary (");
+  const size_t comma = at == std::string::npos ? at : out.find("trials, ", at);
+  if (comma == std::string::npos) return std::nan("");
+  return std::strtod(out.c_str() + comma + 8, nullptr);
+}
+
 // The seconds of one stage in a trial object ("stage":"warmup","seconds":...), or NaN.
 inline double stage_seconds(const std::string& trial, const std::string& stage) {
   const std::string k = "{\"stage\":\"" + stage + "\",\"seconds\":";

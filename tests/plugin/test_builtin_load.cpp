@@ -50,6 +50,10 @@ TEST_CASE("a gpu module that hangs at load: TIMEOUT in stage load; the cpu backe
   CHECK(count_lines_with(r.out, "cpu ", "PASS") >= 4);  // plain, autotune, fused, autotune+fused
   CHECK(has(r.out, " PASS 1 TIMEOUT -> exit 1"));  // every cpu trial passed
   CHECK(r.seconds < 60);
+  // The load probes run before the trials' session: the 3 s of the hang are the run's all the
+  // same, in the summary (it said 0.1 s) and in the TIMEOUT's progress line.
+  CHECK(summary_seconds(r.out) >= 3.0);
+  CHECK(count_lines_with(r.out, "     3.", "gpu plain 7x13x48 normal seed 7  TIMEOUT") == 1);
 }
 
 TEST_CASE("a gpu module that crashes at load: CRASH in stage load; the cpu backend still passes") {

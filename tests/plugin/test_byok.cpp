@@ -83,6 +83,12 @@ TEST_CASE("--plugin: a load that hangs is TIMEOUT in stage load; the harness its
   const auto trials = json_trials(read_text(json));
   REQUIRE(trials.size() == 1);
   CHECK(has(trials[0], "\"outcome\":\"TIMEOUT\""));
+  // The load probe runs before the trials' session: its second is the run's all the same, in the
+  // trial's progress line, the summary and the report (they said 0.0 s).
+  CHECK(json_number(trials[0], "stage_elapsed_s") >= 1.0);
+  CHECK(summary_seconds(r.out) >= 1.0);
+  CHECK(json_number(read_text(json), "elapsed_s") >= 1.0);
+  CHECK(has(r.out, "[   1     1."));
 }
 
 TEST_CASE("--plugin: a library the loader refuses is bad input: exit 2 before any trial, the reason named") {
@@ -155,6 +161,8 @@ TEST_CASE("--submission: import-time work shows in stage load, and its budget st
   CHECK(t.seconds < 1 + 5);
   CHECK(has(t.out, "TIMEOUT"));
   CHECK(has(t.out, "stage load exceeded its budget of 1.0 s"));
+  CHECK(has(t.out, "in stage load after 1.0"));  // the stage's own time, not 0
+  CHECK(summary_seconds(t.out) >= 1.0);
 }
 
 TEST_CASE("--submission: a submission without custom_kernel is bad input, or an ERROR in stage load where only its import can tell") {
