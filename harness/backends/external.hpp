@@ -81,14 +81,6 @@ constexpr const char* kStreamChangedNote = "the current CUDA stream was left cha
 // Likewise: after the calls, an output read right after its call had changed (storage the
 // submission reuses: one buffer returned every call, an earlier c as scratch).
 constexpr const char* kOutputReusedNote = "output changed by a later call";
-// Likewise: over the calls that measure the memory a submission holds (nvfp4_driver/memory.py), it
-// held more host or device memory after every window of calls on `data` objects it had been handed
-// before: memory kept per call, which a caller that keeps calling runs out of.
-constexpr const char* kMemoryGrowthNote = "memory held grows with every call";
-// Not a verdict (report.cpp counts it in the summary): more memory held after every window of calls
-// on new `data` objects only, an entry per input object; bounded for a caller that reuses its
-// buffers, and a cache bounded by a capacity above the calls measured looks the same.
-constexpr const char* kMemoryPerObjectNote = "memory held grows with each new input object";
 // Likewise, for every backend (the trial's own stages, harness/trial/output_guard.hpp): a read_output
 // wrote into the guard zone before or after the L·M·N elements of the buffer it was handed.
 constexpr const char* kOutputOverrunNote = "read_output wrote outside C";
@@ -96,8 +88,7 @@ constexpr const char* kOutputOverrunNote = "read_output wrote outside C";
 // keeps such notes past its cap on notes, worker.hpp).
 inline bool carries_verdict(const std::string& note) {
   for (const char* marker :
-       {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote, kOutputReusedNote, kMemoryGrowthNote,
-        kOutputOverrunNote})
+       {kUnjoinedStreamNote, kInputsChangedNote, kStreamChangedNote, kOutputReusedNote, kOutputOverrunNote})
     if (note.find(marker) != std::string::npos) return true;
   return false;
 }

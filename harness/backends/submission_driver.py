@@ -1,9 +1,6 @@
 #!/usr/bin/env python3
 """submission_driver.py - runs a GPU MODE style Python submission as one harness trial (docs/design.md §3, §4).
 
-(Over 600 lines: this docstring is the reference of the driver's protocol and `data`, and run_trial is
-one closure over a trial's state; the parts that stand alone are modules of nvfp4_driver/.)
-
 The harness starts this program as a trial's child process, in place of its own binary, and reads
 the same messages from it as from a built-in path's child (harness/trial/trial.hpp): one line per message
 on the pipe descriptor --fd, fields separated by tabs, backslash, tab and newline escaped:
@@ -53,9 +50,7 @@ Stages of `run`, each timed between its enter and leave messages:
              (the last call's starts from the previous call's output instead), call, output read
              back and written; then (not under graph) LATE_CALLS more calls on the warm-up's set
              in new tensors, their distinct outputs sent for checking, and every checked output
-             read again (a changed one: a note carrying a FAIL; later_calls); then (not under
-             graph nor max-autotune) the calls measuring the memory held across calls
-             (nvfp4_driver/memory.py; host memory traced from the first checked call to here)
+             read again (a changed one: a note carrying a FAIL; later_calls)
     time     only with --bench: the steady state timed per call and back to back on distinct `data`
              objects, timed outputs sent for checking (nvfp4_driver/bench.py; inputs DIR/bench<k>/)
     teardown references dropped
@@ -116,11 +111,6 @@ default stream current again, and reads and times on it whatever stream is curre
 numeric settings the import or a checked call changes (numpy's error handling; torch's TF32 and
 reduced-precision flags, float32 matmul precision, default dtype, deterministic algorithms, grad mode)
 are a note naming each, "changed process-wide settings", which the summary lists: not a verdict.
-Memory held more after every window of calls, on new `data` objects and on the same ones again, is a
-note "memory held grows with every call" naming the bytes per call and the kind (host: the Python
-heap by tracemalloc; device: torch.cuda.memory_allocated and memory_reserved), which carries a
-FAIL; more with each new input object only, "memory held grows with each new input object", is a
-note without a verdict.
 
 `data`, exactly as GPU MODE's nvfp4_dual_gemm task hands it to custom_kernel(data)
 (gpu-mode/reference-kernels, problems/nvidia/nvfp4_dual_gemm/reference.py generate_input, task.py):
@@ -154,7 +144,6 @@ import types
 from time import perf_counter as _clock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nvfp4_driver import memory  # noqa: E402
 from nvfp4_driver.bench import time_stage  # noqa: E402
 from nvfp4_driver.inputs import (ACTIVATIONS, INPUTS_CHANGED, OUTPUT_REUSED, SETTINGS_CHANGED, STREAM_CHANGED,  # noqa: E402
                                  BoundCuda, Inputs, ReadBack, load_arrays, process_settings, read_alphas,
@@ -433,27 +422,6 @@ def run_trial(ch, args):
                 ch.send("output", str(i))
         if "graph" not in chosen:  # (the driver's own graph returns its one static output every call)
             later_calls(kept)
-            if meter is not None:  # (not under max-autotune: its CUDA graphs' pools are the driver's doing)
-                held_memory()
-
-    def held_memory():
-        """More calls of the trial's shape, each on a `data` object of new tensors holding the warm-up's
-        input set, measuring the memory held across them (nvfp4_driver/memory.py); its note is sent.
-        An exception there ends the trial as one in a later call does."""
-        made = args.warmup + args.runs + (1 if "compile" in chosen else 0) + LATE_CALLS
-        count = [made]
-
-        def one(target):
-            count[0] += 1
-            try:
-                fn(target.data)
-            except Exception as e:
-                raise TrialError("call %d (new tensors, the warm-up's input set; a call measuring the memory held): "
-                                 "%s: %s" % (count[0], type(e).__name__, e)) from e
-        new, again = memory.measure(one, lambda: Inputs(np, state["arrays"], torch, state["alphas"]), meter)
-        restore_stream("the calls measuring the memory held", quiet=True)
-        for text in memory.notes(new, again, made + 1):
-            ch.send("note", text)
 
     def later_calls(kept):
         """LATE_CALLS more calls after the checked ones, in new tensors holding the warm-up's input set
@@ -528,21 +496,7 @@ def run_trial(ch, args):
                     "call, an earlier call's c used as scratch, a CUDA graph's static output returned); a caller "
                     "keeping its outputs gets later results in earlier ones" % (OUTPUT_REUSED, "; ".join(shown)))
 
-    # Host memory is traced from the first checked call to the end of stage run (memory.py: what is
-    # allocated untraced and freed later would not count as freed); stage time runs untraced.
-    measures = "graph" not in chosen and "max-autotune" not in chosen
-    cuda = state.get("cuda")
-    meter = memory.Meter(sync, cuda.memory_readers() if cuda is not None else None) if measures else None
-
-    def traced_run():
-        if meter is None:
-            return run()
-        meter.start()
-        try:
-            return run()
-        finally:
-            meter.stop()
-    ch.stage("run", traced_run)
+    ch.stage("run", run)
 
     def write_timed(index, set_number, out):
         inputs.check_output(out)

@@ -10,7 +10,6 @@
 
 #include "check_json.hpp"
 #include "check_report.hpp"
-#include "external.hpp"
 #include "formats.hpp"
 #include "json_read.hpp"
 #include "lattice.hpp"
@@ -289,23 +288,6 @@ void print_report_summary(std::ostream& os, const JsonValue& report, bool list_f
         os << "  note: " << backend << ": " << order.size() - 3 << " more distinct change" << (order.size() == 4 ? "" : "s")
            << " of process-wide settings; details in --json\n";
     }
-  }
-  // A submission that held more memory with each new input object (external.hpp kMemoryPerObjectNote):
-  // not a verdict, so said here, per backend, with the number of trials.
-  {
-    std::map<std::string, int> grew;  // backend -> trials
-    for (const auto& t : trials) {
-      const JsonValue* notes = t.find("notes");
-      if (!notes || !notes->is_array()) continue;
-      for (const auto& n : notes->items())
-        if (n.text().find(kMemoryPerObjectNote) != std::string::npos) {
-          ++grew[t.str_or("backend", "?")];
-          break;
-        }
-    }
-    for (const auto& [backend, n] : grew)
-      os << "  note: " << backend << ": " << kMemoryPerObjectNote << " in " << n << " trial" << (n == 1 ? "" : "s")
-         << " (a cache keyed by id() or data_ptr() never evicted?); not a verdict, the bytes per object in --json\n";
   }
   // Failing trials with their reproducers; BLOCKED ones grouped per combination.
   std::vector<const JsonValue*> failing;

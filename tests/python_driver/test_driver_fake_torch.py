@@ -21,12 +21,6 @@ FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_torch")
 DUAL = os.path.join(ROOT, "tests", "planted", "submissions", "cpu")
 with open(DRIVER) as _f:  # the driver's number of calls after the checked ones
     LATE_CALLS = int(re.search(r"^LATE_CALLS = (\d+)$", _f.read(), re.M).group(1))
-sys.path.insert(0, os.path.dirname(DRIVER))
-from nvfp4_driver import memory  # noqa: E402
-del sys.path[0]
-# The calls measuring the memory held, after the later calls, for a submission that holds no more:
-# the warm calls, then one window on new objects and one on the same objects again.
-MEMORY_CALLS = memory.WARM_CALLS + 2 * memory.WINDOW_CALLS
 MARKER = "output not complete when the calling stream reached it: work on another stream not joined?"
 
 SUBMISSION = """
@@ -60,17 +54,13 @@ if %(mode)r == "stream-at-import":  # an "init at import" that makes its own str
 def _bytes(x):
     return x.view(torch.uint8).cpu().numpy()
 
-_kept, _by_input = [], {}
-
 def custom_kernel(data):
     a, b1, b2, sfa, sfb1, sfb2 = [_bytes(x) for x in data[:6]]
     c = data[9]
-    # The logs are opened in binary: CPython holds a little more after each of its first few dozen
-    # text-mode open()s under tracemalloc, which would vary the calls measuring the memory held.
-    with open(%(log)r, "ab") as f:
-        f.write((json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n").encode())
-    with open(%(log)r + ".a", "ab") as f:  # what A held, per call
-        f.write((a.tobytes().hex() + "\\n").encode())
+    with open(%(log)r, "a") as f:
+        f.write(json.dumps([data[0].data_ptr(), data[1].data_ptr(), id(data[0])]) + "\\n")
+    with open(%(log)r + ".a", "a") as f:  # what A held, per call
+        f.write(a.tobytes().hex() + "\\n")
     out = torch.from_numpy(np.ascontiguousarray(
         epilogue(decode(a, sfa), decode(b1, sfb1), decode(b2, sfb2)).transpose(1, 2, 0)))
     if %(mode)r in ("current", "stream-at-import", "tf32-at-import", "refuses-legacy-read"):
@@ -98,17 +88,6 @@ def custom_kernel(data):
             _buffer = torch.empty(tuple(c.shape), dtype=torch.float16, device="cuda")
         _buffer.copy_(out)
         return _buffer
-    if %(mode)r == "keeps-on-device":  # right output; a device copy of it kept on every call
-        kept = torch.empty(tuple(c.shape), dtype=torch.float16, device="cuda")
-        _kept.append(kept.copy_(out))
-        c.copy_(out)
-        return c
-    if %(mode)r == "buffer-per-input":  # right output; a device buffer per input tensor, never evicted
-        key = data[0].data_ptr()
-        if key not in _by_input:  # (the entry holds data[0]: its address is not reused)
-            _by_input[key] = (data[0], torch.empty(tuple(c.shape), dtype=torch.float16, device="cuda"))
-        c.copy_(_by_input[key][1].copy_(out))
-        return c
     if %(mode)r == "scratch":  # right output; the caller's sfb1_permuted, which it never reads, zeroed
         c.copy_(out)
         data[7].view(torch.uint8).zero_()
@@ -175,8 +154,7 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertTrue(any("torch data" in m[1] for m in msgs if m[0] == "describe"))
         for i, case in enumerate(self.sets):
             assert_close(self, read_output(self.dir, i, self.M, self.N, self.L), reference(case))
-        # 2 warm-up calls, 3 checked, the later calls, the calls measuring the memory held
-        self.assertEqual(len(calls), 5 + LATE_CALLS + MEMORY_CALLS)
+        self.assertEqual(len(calls), 5 + LATE_CALLS)  # 2 warm-up calls, 3 checked, the later calls
         warm_a, warm_b1, warm_id = calls[0]
         self.assertEqual(calls[1], calls[0])
         for i in (2, 4):  # checked calls 1 and 3: the same tensor objects, the same addresses
@@ -185,16 +163,9 @@ class FakeTorchDriverTest(unittest.TestCase):
         self.assertNotEqual(new_a, warm_a)
         self.assertNotEqual(new_b1, warm_b1)
         self.assertNotEqual(new_id, warm_id)
-        later = calls[5:5 + LATE_CALLS]  # new tensors again, distinct from every earlier call's, then refilled
+        later = calls[5:]  # new tensors again, distinct from every earlier call's, then refilled in place
         self.assertTrue(all(later[0][j] not in {c[j] for c in calls[:5]} for j in range(3)), calls)
         self.assertEqual({tuple(c[:2]) for c in later}, {tuple(later[0][:2])})
-        # Measuring the memory held: new objects, each its own tensors (not the warm-up's, which stay
-        # alive), then the last window's objects handed again.
-        held = [tuple(c) for c in calls[5 + LATE_CALLS:]]
-        fresh = held[:memory.WARM_CALLS + memory.WINDOW_CALLS]
-        for j in range(3):
-            self.assertEqual(len({c[j] for c in fresh} - {calls[0][j]}), len(fresh), held)
-        self.assertEqual(held[len(fresh):], fresh[memory.WARM_CALLS:])
         # Identical outputs: only the first later call's is sent, as call 6 on the warm-up's set 3.
         self.assertEqual([m[1:] for m in msgs if m[0] == "late-output"], [["0", "3", "6"]])
 
@@ -234,48 +205,21 @@ class FakeTorchDriverTest(unittest.TestCase):
             got = bits.view(np.float16).reshape(self.L, self.M, self.N)
             assert_close(self, got, reference(sets[int(set_number)]))
         # Per-call timing on the warm-up's tensors; back to back on 4 distinct new data objects.
-        run_calls = 5 + LATE_CALLS + MEMORY_CALLS  # (the later and measuring calls of stage run first)
-        timed = calls[run_calls:run_calls + per_call]
+        timed = calls[5 + LATE_CALLS:5 + LATE_CALLS + per_call]  # (after the later calls of stage run)
         self.assertEqual({tuple(c) for c in timed}, {tuple(calls[0])})
         # The counted calls' activations (all but the 11th of each 11): no two alike, and none as a set
         # was written (4 sets rotate), so a result memoized by the inputs' contents cannot answer them.
         with open(os.path.join(self.dir, "calls-current.jsonl.a")) as f:
-            contents = f.read().split()[run_calls:run_calls + per_call]
+            contents = f.read().split()[5 + LATE_CALLS:5 + LATE_CALLS + per_call]
         counted = [c for i, c in enumerate(contents) if i % 11 != 10]
         written = {contents[i] for i in range(10, per_call, 11)}
         self.assertEqual(len(counted), reps)
         self.assertEqual(len(set(counted)), reps)
         self.assertEqual(written & set(counted), set())
-        b2b = calls[run_calls + per_call:]
+        b2b = calls[5 + LATE_CALLS + per_call:]
         self.assertEqual(len(b2b), b2b_calls)
         self.assertEqual(len({c[0] for c in b2b}), 4)
         self.assertNotIn(calls[0][0], {c[0] for c in b2b})
-
-    def test_memory_held_per_call_on_the_device_is_a_fail_note_naming_its_bytes(self):
-        # A device copy of every output kept: 140 bytes (5 x 7 x 2 fp16) per call of device memory,
-        # in every window of new objects and of the same objects again (nvfp4_driver/memory.py).
-        msgs, calls = self.run_mode("keeps-on-device")
-        notes = [m[1] for m in msgs if m[0] == "note"]
-        self.assertEqual(len(notes), 1, msgs)
-        self.assertIn(": " + memory.MEMORY_GROWS + ": ", notes[0])
-        self.assertIn("140 bytes per call of device memory (torch.cuda.memory_allocated)", notes[0])
-        self.assertIn("140 bytes per call of device memory reserved (torch.cuda.memory_reserved", notes[0])
-        self.assertIn("bytes per call of host memory", notes[0])  # (the stand-in's device is host memory)
-        first = 5 + LATE_CALLS + 1 + memory.WARM_CALLS
-        self.assertTrue(notes[0].startswith("calls %d-%d (%d windows of %d calls, on new `data` objects, then on the "
-                                            "same objects again)" % (first, 5 + LATE_CALLS + memory.MAX_CALLS,
-                                                                     2 * memory.WINDOWS, memory.WINDOW_CALLS)),
-                        notes[0])
-        self.assertEqual(len(calls), 5 + LATE_CALLS + memory.MAX_CALLS)
-
-    def test_memory_held_per_input_object_is_a_note_without_a_verdict(self):
-        msgs, _ = self.run_mode("buffer-per-input")
-        notes = [m[1] for m in msgs if m[0] == "note"]
-        self.assertEqual(len(notes), 1, msgs)
-        self.assertIn(": " + memory.MEMORY_PER_OBJECT + ": ", notes[0])
-        self.assertIn(" and 140 bytes per object of device memory (torch.cuda.memory_allocated)", notes[0])
-        self.assertIn("none when the same objects were handed again", notes[0])
-        self.assertNotIn(memory.MEMORY_GROWS, notes[0])
 
     def test_inputs_written_by_the_submission_are_flagged_on_every_call(self):
         msgs, _ = self.run_mode("scratch")

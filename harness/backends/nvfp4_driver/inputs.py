@@ -353,12 +353,6 @@ class BoundCuda:
         event = cuda.Event
         self._event, self._record = event, event.record
         self._event_sync, self._elapsed = event.synchronize, event.elapsed_time
-        self._memory = {kind: getattr(cuda, name) for kind, name in
-                        (("device", "memory_allocated"), ("reserved", "memory_reserved")) if hasattr(cuda, name)}
-
-    def memory_readers(self):
-        """{kind: reader} of the device memory nvfp4_driver/memory.py measures (what this torch has)."""
-        return dict(self._memory)
 
     def stream_synchronize(self, stream):
         self._stream_sync(stream)

@@ -7,15 +7,9 @@ Streams: the default stream runs every operation at once. Writes made while anot
 (`with torch.cuda.stream(s)`) are queued on that stream and happen only when it is synchronized, when
 the device is (torch.cuda.synchronize()), or when a stream waits for it (wait_stream): work on a side
 stream that is never joined is still pending when the default stream reads the output.
-
-Device memory: every array made for a tensor on the "device" (.to("cuda"), empty(device="cuda"), a
-contiguous copy) counts in torch.cuda.memory_allocated() until it is freed, as torch's caching
-allocator counts its blocks (without their rounding); torch.cuda.memory_reserved() is the most ever
-allocated at once, as a caching allocator that keeps every block it freed for reuse.
 """
 import contextlib
 import time as _time
-import weakref as _weakref
 
 import numpy as _np
 
@@ -46,22 +40,6 @@ class device:
         return self.type
 
 
-_device_bytes = [0]
-_device_peak = [0]
-
-
-def _release(nbytes):
-    _device_bytes[0] -= nbytes
-
-
-def _on_device(array):
-    """`array`, a new one, counted as device memory until it is freed (views keep it alive)."""
-    _device_bytes[0] += array.nbytes
-    _device_peak[0] = max(_device_peak[0], _device_bytes[0])
-    _weakref.finalize(array, _release, array.nbytes)
-    return array
-
-
 class Tensor:
     def __init__(self, array, dt=None, is_cuda=False):
         self._a = array
@@ -82,7 +60,7 @@ class Tensor:
     def to(self, where):
         if where != "cuda":
             raise ValueError("fake torch: only .to('cuda')")
-        return Tensor(_on_device(_np.array(self._a, copy=True)), self.dtype, True)
+        return Tensor(_np.array(self._a, copy=True), self.dtype, True)
 
     def cpu(self):
         return Tensor(_np.array(self._a, copy=True), self.dtype, False)
@@ -103,8 +81,7 @@ class Tensor:
     def contiguous(self):
         if self._a.flags["C_CONTIGUOUS"]:
             return self
-        copy = _np.ascontiguousarray(self._a)
-        return Tensor(_on_device(copy) if self.is_cuda else copy, self.dtype, self.is_cuda)
+        return Tensor(_np.ascontiguousarray(self._a), self.dtype, self.is_cuda)
 
     def copy_(self, src, non_blocking=False):
         def write(dst=self._a, value=src._a):
@@ -125,8 +102,7 @@ def from_numpy(array):
 
 
 def empty(shape, dtype=float32, pin_memory=False, device=None):
-    array = _np.empty(shape, dtype=dtype.np)
-    return Tensor(_on_device(array) if device == "cuda" else array, dtype, device == "cuda")
+    return Tensor(_np.empty(shape, dtype=dtype.np), dtype, device == "cuda")
 
 
 class _Cuda:
@@ -181,15 +157,6 @@ class _Cuda:
     def synchronize(self):
         for s in self.streams:
             s.synchronize()
-        # Nothing is pending any more: only the streams in use stay known (a stream per call made
-        # and dropped by a submission is not kept alive here).
-        self.streams = [self.default] + ([self.current] if self.current is not self.default else [])
-
-    def memory_allocated(self, device=None):
-        return _device_bytes[0]
-
-    def memory_reserved(self, device=None):
-        return _device_peak[0]
 
     @contextlib.contextmanager
     def stream(self, s):
