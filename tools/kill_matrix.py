@@ -5,8 +5,8 @@ backend (`--backend cpu --verify BUG --json`, on the default suite unless the bu
 inputs) and prints a markdown table from the JSON reports:
 
   planted bug | harness verdict | caught by (per criterion, the trials it failed first: bound,
-  certificate, statistic, mean_square, direction; a configuration of stage configs; another
-  outcome) | GPU MODE's rule (trials it fails) | named as (what the FAIL messages name, docs/design.md
+  certificate, statistic, mean_square, direction; a configuration of stage configs; a call of stage
+  instances; another outcome) | GPU MODE's rule (trials it fails) | named as (what the FAIL messages name, docs/design.md
   §4.14: the misreading, another call's inputs or where the flagged elements lie; the commonest name)
 
 The bugs are the planted module's own list (`harness list`: every variant whose summary starts with
@@ -110,6 +110,9 @@ def main():
         configs = sum(1 for t in trials if t["outcome"] == "FAIL" and t.get("configs", {}).get("failing"))
         if configs:
             by.append(f"stage configs ({configs})")
+        instances = sum(1 for t in trials if t["outcome"] == "FAIL" and t.get("instances", {}).get("failing"))
+        if instances:
+            by.append(f"stage instances ({instances})")
         other = sum(1 for t in trials if t["outcome"] not in ("PASS", "FAIL", "SKIP"))
         if other:
             by.append(f"other outcome ({other})")

@@ -266,14 +266,20 @@ bool same_bytes(const Problem& x, const Problem& y, std::initializer_list<Role> 
   return true;
 }
 
+// The definition itself (docs/design.md §1): every catalogue entry is it with one thing changed.
+Entry definition(const Problem& p) {
+  Entry e;
+  e.a = plain(p, Role::A);
+  e.b1 = plain(p, Role::B1);
+  e.b2 = plain(p, Role::B2);
+  e.alpha1 = p.alpha1;
+  e.alpha2 = p.alpha2;
+  return e;
+}
+
 std::vector<Entry> catalogue(const Problem& p, const std::vector<MisreadingSource>& others) {
   const Shape& s = p.shape;
-  Entry base;
-  base.a = plain(p, Role::A);
-  base.b1 = plain(p, Role::B1);
-  base.b2 = plain(p, Role::B2);
-  base.alpha1 = p.alpha1;
-  base.alpha2 = p.alpha2;
+  const Entry base = definition(p);
   std::vector<Entry> v;
   auto add = [&](Entry e, std::string what, std::string hint) {
     e.what = std::move(what);
@@ -456,12 +462,7 @@ std::optional<MisreadingMatch> find_misreading(const Problem& p, const uint16_t*
 
   const std::vector<Entry> entries = catalogue(p, others);
   Evaluator ev(s);
-  Entry truth;
-  truth.a = plain(p, Role::A);
-  truth.b1 = plain(p, Role::B1);
-  truth.b2 = plain(p, Role::B2);
-  truth.alpha1 = p.alpha1;
-  truth.alpha2 = p.alpha2;
+  const Entry truth = definition(p);
   std::vector<double> t, o;
   double sq = 0;
   int64_t finite = 0;

@@ -480,8 +480,7 @@ TrialResult evaluate_trial(const TrialSpec& spec, ChildReport&& child, Reference
   // FAIL whatever the outputs compare like: an output read in order on the calling stream that
   // differs from a read after a device-wide synchronize (still being written when the caller's
   // stream reached it), inputs that no longer hold what the driver put there, a current stream
-  // left other than the caller's, an output that a later call changed, and memory held that grows
-  // with every call (nvfp4_driver/memory.py). For every backend, what
+  // left other than the caller's, and an output that a later call changed. For every backend, what
   // the stages' guard zones saw (output_guard.hpp): a read_output that wrote outside C.
   std::vector<std::string> flagged;
   for (const auto& note : child.notes)
