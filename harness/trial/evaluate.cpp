@@ -338,7 +338,7 @@ static std::string stale_diagnosis(const TrialResult& r, const std::vector<int>&
 
 // What the first failing call that no other input set explains computes instead (misreading.hpp),
 // as a clause appended to the failure message ("" when no misreading fits). Its sources for kept
-// tensors are the inputs the path was handed before that call: the warm-up's and the earlier calls'.
+// tensors are inputs the path was handed before that call: the warm-up's and the previous call's.
 static std::string misreading_clause(const TrialSpec& spec, TrialResult& r, const ChildReport& child,
                                      const std::vector<int>& failing, const std::vector<SubmissionCall>& inputs) {
   // A run whose every trial fails on large cases would otherwise spend minutes here: the run's
